@@ -1,0 +1,19 @@
+"""nsjax: JAX solvers for regularized risk minimization with nonsmooth convex objectives.
+
+    import nsjax
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-4), X, y)
+    sol = nsjax.solve(prob, nsjax.solvers.SubLBFGS(memory=15), tol=1e-6)
+    sols = nsjax.sweep(prob, [1e-2, 1e-3, 1e-4])
+"""
+
+from nsjax import datasets, losses, regularizers, solvers
+from nsjax.data import DesignMatrix
+from nsjax.loop import solve, sweep
+from nsjax.problem import Problem
+from nsjax.results import RESULTS, History, Solution
+
+__all__ = [
+    "RESULTS", "DesignMatrix", "History", "Problem", "Solution", "datasets", "losses",
+    "regularizers", "solve", "solvers", "sweep",
+]
+__version__ = "0.1.0"

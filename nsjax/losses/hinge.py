@@ -1,0 +1,69 @@
+"""Binary hinge loss, paper 000 eqs. 19–23 and 25–28."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+
+from nsjax.losses.base import active_tol
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Hinge:
+    """R(S) = (1/n) Σ_i max(0, 1 − y_i S_i), labels y ∈ {−1, +1} (mapped by `Problem`).
+
+    The subgradient coefficients β of eq. 21 are 1 on the error set E, 0 on the
+    well-classified set W and free in [0, 1] on the margin set M (eq. 20); in score space
+    u = −β ∘ y / n.
+
+    Example:
+        >>> import nsjax, numpy as np
+        >>> X = np.array([[1.0, 0.0], [0.0, 1.0]]); y = np.array([1, -1])
+        >>> prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.1), X, y)
+    """
+
+    binary = True
+
+    def margins(self, S, y):
+        """1 − y S, snapped to exactly 0 within `active_tol` (the margin set M)."""
+        m = 1.0 - y * S
+        return jnp.where(jnp.abs(m) <= active_tol(S), 0.0, m)
+
+    def risk(self, S, y):
+        return jnp.mean(jnp.maximum(0.0, 1.0 - y * S))
+
+    def dscores(self, S, y):
+        # β = 1/2 on the margin: a subgradient in the relative interior of ∂R.
+        m = self.margins(S, y)
+        beta = jnp.where(m > 0, 1.0, jnp.where(m == 0, 0.5, 0.0))
+        return -beta * y / S.shape[0]
+
+    def argsup(self, S, dS, y):
+        # eq. 23: on M take β = 1 exactly where y xᵀp < 0.
+        m = self.margins(S, y)
+        beta = jnp.where(m > 0, 1.0, jnp.where((m == 0) & (y * dS < 0), 1.0, 0.0))
+        return -beta * y / S.shape[0]
+
+    def lines(self, S, dS, y):
+        # Each term is max(0, m_i − η y_i dS_i): the zero line and the active line (eq. 25).
+        n = S.shape[0]
+        m = self.margins(S, y)
+        zeros = jnp.zeros_like(m)
+        b = jnp.stack([zeros, m], axis=-1) / n
+        a = jnp.stack([zeros, -y * dS], axis=-1) / n
+        return b, a
+
+    def conjugate(self, u, y):
+        # R*(u) = −mean(β) for β = −n u y in [0, 1]^n, +inf outside.
+        beta = -u * y * u.shape[0]
+        eps = active_tol(jnp.ones((), u.dtype))
+        inside = jnp.all((beta >= -eps) & (beta <= 1 + eps))
+        return jnp.where(inside, -jnp.mean(beta), jnp.inf)
+
+    def dual_scale_limit(self, u, y):
+        """R*(s u) = s R*(u) while s β stays in [0, 1]: the largest such s."""
+        beta = -u * y * u.shape[0]
+        return 1.0 / jnp.maximum(jnp.max(beta), jnp.finfo(u.dtype).tiny)

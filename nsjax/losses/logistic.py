@@ -1,0 +1,33 @@
+"""Binary logistic loss (smooth): no lines, so solvers use the Wolfe line search (16)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Logistic:
+    """R(S) = (1/n) Σ_i log(1 + exp(−y_i S_i)), labels y ∈ {−1, +1} (mapped by `Problem`)."""
+
+    binary = True
+
+    def risk(self, S, y):
+        return jnp.mean(jax.nn.softplus(-y * S))
+
+    def dscores(self, S, y):
+        return -y * jax.nn.sigmoid(-y * S) / S.shape[0]
+
+    def argsup(self, S, dS, y):
+        return self.dscores(S, y)  # smooth: ∂R(S) is a single point
+
+    def conjugate(self, u, y):
+        # ℓ*(−β) = β log β + (1 − β) log(1 − β) for β = −n u y ∈ [0, 1].
+        beta = -u * y * u.shape[0]
+        inside = jnp.all((beta >= 0) & (beta <= 1))
+        b = jnp.clip(beta, 0.0, 1.0)
+        ent = jax.scipy.special.xlogy(b, b) + jax.scipy.special.xlogy(1 - b, 1 - b)
+        return jnp.where(inside, jnp.mean(ent), jnp.inf)

@@ -1,0 +1,118 @@
+"""Quasi-Newton memories: products B v with the inverse-Hessian estimate B, and updates.
+
+`LBFGSMemory` keeps the last m pairs (s, y) and applies B by the two-loop recursion
+(Nocedal and Wright, Alg. 7.4) with the usual scaling B₀ = (sᵀy / yᵀy) I; `DenseBFGSMemory`
+stores B itself and applies the rank-two update (6) of paper 000. Both skip the update, and
+report it, when the curvature sᵀy is too small to keep B positive definite.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+#: sᵀy must exceed this many machine epsilons times ‖s‖ ‖y‖ for an update to be taken.
+CURVATURE_EPS = 16.0
+
+
+def curvature_ok(s, y):
+    sy = jnp.vdot(s, y)
+    eps = jnp.finfo(sy.dtype).eps
+    return sy > CURVATURE_EPS * eps * jnp.sqrt(jnp.vdot(s, s) * jnp.vdot(y, y))
+
+
+class LBFGSState(NamedTuple):
+    s: jax.Array  # (m, *w.shape), oldest overwritten first
+    y: jax.Array
+    rho: jax.Array  # (m,), 1 / sᵀy, 0 for empty slots
+    head: jax.Array  # index of the slot the next pair goes to
+    count: jax.Array  # number of pairs stored (≤ m)
+
+
+class LBFGSMemory:
+    """Limited-memory B from the last ``m`` pairs (paper 000, Sec. 2.5).
+
+    ``scaling=False`` keeps B₀ = I (Alg. 1) instead of the secant scaling: on small, very
+    nonsmooth problems the ratio sᵀy / yᵀy jumps with every kink crossed and shrinks steps.
+    """
+
+    def __init__(self, m: int, scaling: bool = True):
+        self.m = m
+        self.scaling = scaling
+
+    def init(self, w):
+        z = jnp.zeros((self.m,) + w.shape, w.dtype)
+        return LBFGSState(z, z, jnp.zeros(self.m, w.dtype), jnp.zeros((), jnp.int32),
+                          jnp.zeros((), jnp.int32))
+
+    def apply(self, mem: LBFGSState, v):
+        """B v by the two-loop recursion; empty slots have rho = 0 and contribute nothing."""
+        m = self.m
+        newest_first = (mem.head - 1 - jnp.arange(m)) % m
+        newest = newest_first[0]
+
+        def backward(q, i):
+            a = mem.rho[i] * jnp.vdot(mem.s[i], q)
+            return q - a * mem.y[i], a
+
+        q, alphas = jax.lax.scan(backward, v, newest_first)
+        sy = jnp.vdot(mem.s[newest], mem.y[newest])
+        yy = jnp.vdot(mem.y[newest], mem.y[newest])
+        gamma = jnp.where(mem.count > 0, sy / jnp.where(yy > 0, yy, 1.0), 1.0)
+        if not self.scaling:
+            gamma = jnp.ones_like(gamma)  # B₀ = I, as in Alg. 1 of paper 000
+
+        def forward(r, ia):
+            i, a = ia
+            b = mem.rho[i] * jnp.vdot(mem.y[i], r)
+            return r + (a - b) * mem.s[i], None
+
+        r, _ = jax.lax.scan(forward, gamma * q, (newest_first[::-1], alphas[::-1]))
+        return r
+
+    def update(self, mem: LBFGSState, s, y):
+        """Store (s, y) unless the curvature is too small; returns (mem, skipped)."""
+        ok = curvature_ok(s, y)
+        new = LBFGSState(
+            mem.s.at[mem.head].set(s),
+            mem.y.at[mem.head].set(y),
+            mem.rho.at[mem.head].set(1.0 / jnp.where(ok, jnp.vdot(s, y), 1.0)),
+            (mem.head + 1) % self.m,
+            jnp.minimum(mem.count + 1, self.m),
+        )
+        mem = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, mem)
+        return mem, ~ok
+
+
+class DenseBFGSState(NamedTuple):
+    B: jax.Array  # (d, d) inverse-Hessian estimate
+    count: jax.Array
+
+
+class DenseBFGSMemory:
+    """Full-matrix B for subBFGS (Alg. 1 of paper 000), for small d; w must be 1-D."""
+
+    def init(self, w):
+        if w.ndim != 1:
+            raise ValueError("SubBFGS stores a dense (d, d) matrix and needs 1-D weights.")
+        return DenseBFGSState(jnp.eye(w.shape[0], dtype=w.dtype), jnp.zeros((), jnp.int32))
+
+    def apply(self, mem: DenseBFGSState, v):
+        return jnp.matmul(mem.B, v, precision=jax.lax.Precision.HIGHEST)
+
+    def update(self, mem: DenseBFGSState, s, y):
+        """The BFGS update (6); before the first one B₀ = (sᵀy / yᵀy) I (N&W eq. 6.20)."""
+        ok = curvature_ok(s, y)
+        sy = jnp.where(ok, jnp.vdot(s, y), 1.0)
+        rho = 1.0 / sy
+        B = jnp.where(mem.count == 0, (sy / jnp.maximum(jnp.vdot(y, y), jnp.finfo(s.dtype).tiny)) * jnp.eye(
+            s.shape[0], dtype=s.dtype), mem.B)
+        By = B @ y
+        # (I − ρ s yᵀ) B (I − ρ y sᵀ) + ρ s sᵀ, expanded to avoid forming I − ρ s yᵀ.
+        B_new = (B - rho * (jnp.outer(s, By) + jnp.outer(By, s))
+                 + (rho * rho * jnp.vdot(y, By) + rho) * jnp.outer(s, s))
+        new = DenseBFGSState(B_new, mem.count + 1)
+        mem = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, mem)
+        return mem, ~ok
