@@ -107,8 +107,8 @@ class DenseBFGSMemory:
         ok = curvature_ok(s, y)
         sy = jnp.where(ok, jnp.vdot(s, y), 1.0)
         rho = 1.0 / sy
-        B = jnp.where(mem.count == 0, (sy / jnp.maximum(jnp.vdot(y, y), jnp.finfo(s.dtype).tiny)) * jnp.eye(
-            s.shape[0], dtype=s.dtype), mem.B)
+        gamma = sy / jnp.maximum(jnp.vdot(y, y), jnp.finfo(s.dtype).tiny)
+        B = jnp.where(mem.count == 0, gamma * jnp.eye(s.shape[0], dtype=s.dtype), mem.B)
         By = B @ y
         # (I − ρ s yᵀ) B (I − ρ y sᵀ) + ρ s sᵀ, expanded to avoid forming I − ρ s yᵀ.
         B_new = (B - rho * (jnp.outer(s, By) + jnp.outer(By, s))

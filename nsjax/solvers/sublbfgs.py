@@ -85,7 +85,8 @@ class _SubQuasiNewton:
                      skipped_updates=zero, restarts=zero)
         return SubQNState(
             w=w0, S=S, g=g, u=u, value=value, gap=value - best_dual, best_dual=best_dual,
-            mem=self._memory().init(w0), fresh=jnp.array(True), recent=jnp.full(STALL_WINDOW + 1, jnp.nan, dt),
+            mem=self._memory().init(w0), fresh=jnp.array(True),
+            recent=jnp.full(STALL_WINDOW + 1, jnp.nan, dt),
             num_steps=zero, result=zero + RESULTS.running, stats=stats,
         )
 

@@ -1,0 +1,107 @@
+"""Exact line search against brute force; Wolfe line search against conditions (16)."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from nsjax.solvers.line_search import exact_line_search, wolfe_line_search
+
+
+def phi_numpy(eta, b, a, c_reg, h):
+    return c_reg * eta + 0.5 * h * eta**2 + np.sum(np.max(b + eta * a, axis=1))
+
+
+def brute_minimizer(b, a, c_reg, h):
+    """Φ is convex piecewise quadratic: its minimizer over η ≥ 0 is 0, a kink, or the
+    stationary point of some quadratic piece. Enumerate them all and take the best."""
+    cands = [0.0]
+    da = a[:, 1] - a[:, 0]
+    nz = da != 0
+    kinks = (b[nz, 0] - b[nz, 1]) / da[nz]
+    kinks = kinks[kinks > 0]
+    cands += list(kinks)
+    edges = np.concatenate([[0.0], np.sort(kinks), [np.inf]])
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        mid = lo + 1.0 if np.isinf(hi) else 0.5 * (lo + hi)
+        act = np.argmax(b + mid * a, axis=1)
+        slope = c_reg + np.sum(a[np.arange(len(a)), act])
+        if h > 0:
+            root = -slope / h
+            if lo <= root <= hi:
+                cands.append(root)
+    vals = [phi_numpy(e, b, a, c_reg, h) for e in cands]
+    return cands[int(np.argmin(vals))], min(vals)
+
+
+def random_hinge_lines(rng, n, ties=False, zero_slopes=False):
+    m = rng.normal(size=n)
+    if ties:  # several examples share one kink, some sit exactly on it at η = 0
+        m[: n // 3] = 0.0
+        m[n // 3 : 2 * n // 3] = 0.7
+    slope = rng.normal(size=n)
+    if ties:
+        slope[n // 3 : 2 * n // 3] = -1.0
+    if zero_slopes:
+        slope[rng.random(n) < 0.3] = 0.0
+    b = np.stack([np.zeros(n), m], 1) / n
+    a = np.stack([np.zeros(n), slope], 1) / n
+    return b, a
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("kind", ["plain", "ties", "zero_slopes"])
+def test_exact_equals_brute_force(seed, kind):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    b, a = random_hinge_lines(rng, n, ties=kind == "ties", zero_slopes=kind == "zero_slopes")
+    h = float(rng.uniform(0.01, 2.0))
+    c_reg = float(-abs(rng.normal()) - np.sum(np.maximum(a[:, 1], 0)))  # a descent direction
+    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), c_reg, h)
+    eta_bf, val_bf = brute_minimizer(b, a, c_reg, h)
+    assert bool(res.ok)
+    assert float(res.eta) == pytest.approx(eta_bf, rel=1e-10, abs=1e-12)
+    assert phi_numpy(float(res.eta), b, a, c_reg, h) <= val_bf + 1e-12
+
+
+def test_no_breakpoint_ahead_gives_quadratic_root():
+    # Every kink is behind (η < 0): Φ is one quadratic piece on η ≥ 0.
+    b = np.array([[0.0, -1.0], [0.0, -2.0]])
+    a = np.array([[0.0, -1.0], [0.0, -3.0]])
+    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), -1.0, 2.0)
+    assert float(res.eta) == pytest.approx(0.5)  # slope −1 + 2η = 0
+
+
+def test_unbounded_and_non_descent():
+    b = np.array([[0.0, 1.0]])
+    a = np.array([[0.0, 0.0]])  # Δf = 0: no kink ever
+    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), -1.0, 0.0)
+    assert np.isinf(float(res.eta))
+    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), 0.5, 1.0)
+    assert float(res.eta) == 0.0 and not bool(res.ok)
+
+
+def test_zero_slope_sum_stops_on_the_kink():
+    # The slope crosses zero exactly at the kink η = 1 (Δ sup ∂Φ jumps from −1 to +1).
+    b = np.array([[0.0, 1.0]])
+    a = np.array([[0.0, -1.0]])
+    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), 0.0, 0.0)
+    assert float(res.eta) == pytest.approx(1.0)
+
+
+def test_wolfe_conditions_hold():
+    rng = np.random.default_rng(0)
+    b, a = random_hinge_lines(rng, 25)
+    c_reg, h = -2.0, 0.3
+
+    def phi(eta):
+        vals = jnp.asarray(b) + eta * jnp.asarray(a)
+        top = jnp.max(vals, 1, keepdims=True)
+        slope = jnp.sum(jnp.max(jnp.where(vals == top, jnp.asarray(a), -jnp.inf), 1))
+        return c_reg * eta + 0.5 * h * eta**2 + jnp.sum(top), c_reg + h * eta + slope
+
+    res = wolfe_line_search(phi, c1=1e-4, c2=0.9)
+    f0, g0 = phi(0.0)
+    f, g = phi(res.eta)
+    assert bool(res.ok) and float(res.eta) > 0
+    assert float(f) <= float(f0) + 1e-4 * float(res.eta) * float(g0)
+    assert float(g) >= 0.9 * float(g0)

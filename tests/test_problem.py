@@ -1,0 +1,155 @@
+"""Problem: validation, labels, subgradients, the oracle (eqs. 22–23) and dual bounds."""
+
+import itertools
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from reference import cvxpy_optimum, hinge_objective, random_binary
+
+import nsjax
+from nsjax.solvers.direction import find_direction
+from nsjax.solvers.memory import LBFGSMemory
+
+HINGE, L2 = nsjax.losses.Hinge(), nsjax.regularizers.L2
+
+
+def test_bad_inputs_are_refused_before_compiling():
+    X = np.ones((4, 2))
+    y = np.array([1, -1, 1, -1])
+    cases = [
+        (dict(X=np.array([[np.nan, 1.0]] * 4)), "NaN"),
+        (dict(X=np.array([[np.inf, 1.0]] * 4)), "NaN or inf"),
+        (dict(y=np.array([1, -1, 1])), "same length"),
+        (dict(y=np.ones(4)), "two classes"),
+        (dict(y=np.array([0, 1, 2, 1])), "two classes"),
+        (dict(y=np.array([1.0, np.nan, 1.0, -1.0])), "NaN"),
+        (dict(X=np.ones((0, 2)), y=np.array([])), "empty"),
+        (dict(reg=L2(-1.0)), ">= 0"),
+        (dict(reg=L2(np.nan)), ">= 0"),
+        (dict(y=None), "needs labels"),
+    ]
+    for change, message in cases:
+        kw = dict(loss=HINGE, reg=L2(0.1), X=X, y=y) | change
+        with pytest.raises(ValueError, match=message):
+            nsjax.Problem(**kw)
+    with pytest.raises(TypeError, match="Did you mean 'memory'"):
+        nsjax.solvers.SubLBFGS(memroy=3)
+    with pytest.raises(ValueError, match="line_search"):
+        nsjax.solvers.SubLBFGS(line_search="fast")
+    prob = nsjax.Problem(HINGE, L2(0.1), X, y)
+    with pytest.raises(ValueError, match="w0"):
+        nsjax.solve(prob, w0=np.ones(3))
+    with pytest.raises(ValueError, match="lam"):
+        nsjax.sweep(prob, [0.1, -1.0])
+
+
+def test_labels_any_two_values_are_mapped_and_kept():
+    X, y01, lam = random_binary(0, 40, 5)
+    y01 = (y01 > 0).astype(int)
+    labels = np.where(y01 == 1, "spam", "ham")
+    a = nsjax.Problem(HINGE, L2(lam), X, y01)
+    b = nsjax.Problem(HINGE, L2(lam), X, labels)
+    assert a.classes == (0, 1) and b.classes == ("ham", "spam")
+    np.testing.assert_array_equal(np.asarray(a.y), np.asarray(b.y))
+    np.testing.assert_array_equal(np.asarray(a.y), np.where(y01 == 1, 1.0, -1.0))
+
+
+def test_value_and_subgradient_inequality():
+    X, y, lam = random_binary(1, 30, 6)
+    prob = nsjax.Problem(HINGE, L2(lam), X, y)
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=6)
+    S = prob.scores(jnp.asarray(w))
+    assert float(prob.value(w, S)) == pytest.approx(hinge_objective(w, X, y, lam))
+    g, _ = prob.subgradient(jnp.asarray(w), S)
+    for _ in range(20):
+        v = rng.normal(size=6)
+        assert hinge_objective(v, X, y, lam) >= hinge_objective(w, X, y, lam) + np.dot(
+            v - w, np.asarray(g)) - 1e-12
+
+
+def test_oracle_attains_sup_over_subdifferential_vertices():
+    """Put w on several hinges, then compare with all 2^|M| vertex choices of β on M."""
+    rng = np.random.default_rng(2)
+    n, d, lam = 12, 4, 0.1
+    X = rng.normal(size=(n, d))
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    y[:2] = [1, -1]
+    w = rng.normal(size=d)
+    # Shift y so that the first 4 examples sit exactly on their hinge: y_i x_iᵀw = 1.
+    margin_idx = np.arange(4)
+    X[margin_idx] *= (1.0 / (y[margin_idx] * (X[margin_idx] @ w)))[:, None]
+    prob = nsjax.Problem(HINGE, L2(lam), X, y)
+    S = prob.scores(jnp.asarray(w))
+    p = rng.normal(size=d)
+    u, sup = prob.oracle(jnp.asarray(w), S, jnp.asarray(p), prob.scores(jnp.asarray(p)))
+    m = 1 - y * (X @ w)
+    E = m > 1e-9
+    best = -np.inf
+    for bits in itertools.product([0.0, 1.0], repeat=len(margin_idx)):
+        beta = E.astype(float)
+        beta[margin_idx] = bits
+        g = lam * w - X.T @ (beta * y) / n
+        best = max(best, g @ p)
+    assert float(sup) == pytest.approx(best, rel=1e-12)
+    g_orac = lam * w + X.T @ np.asarray(u)
+    assert float(g_orac @ p) == pytest.approx(best, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_direction_finding_success_means_descent(seed):
+    rng = np.random.default_rng(seed)
+    n, d, lam = 15, 3, 0.05
+    X = rng.normal(size=(n, d))
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    y[:2] = [1, -1]
+    w = rng.normal(size=d)
+    X[:5] *= (1.0 / (y[:5] * (X[:5] @ w)))[:, None]  # five examples on their hinges
+    prob = nsjax.Problem(HINGE, L2(lam), X, y)
+    wj = jnp.asarray(w)
+    S = prob.scores(wj)
+    g, u = prob.subgradient(wj, S)
+    memory = LBFGSMemory(5)
+    d_ = find_direction(prob, memory, memory.init(wj), wj, S, g, u, 1e-10, 200)
+    p = np.asarray(d_.p)
+    m = 1 - y * (X @ w)
+    E = m > 1e-9
+    sup = -np.inf
+    for bits in itertools.product([0.0, 1.0], repeat=5):
+        beta = E.astype(float)
+        beta[:5] = bits
+        sup = max(sup, (lam * w - X.T @ (beta * y) / n) @ p)
+    if bool(d_.ok):
+        assert sup < 0
+    assert float(d_.sup) == pytest.approx(sup, rel=1e-9, abs=1e-14)
+
+
+def test_dual_value_is_a_lower_bound():
+    X, y, lam = random_binary(4, 60, 8)
+    J_star, _ = cvxpy_optimum(X, y, lam)
+    prob = nsjax.Problem(HINGE, L2(lam), X, y)
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        w = jnp.asarray(rng.normal(size=8) * 0.1)
+        S = prob.scores(w)
+        beta = rng.random(60)
+        u = jnp.asarray(-beta * np.asarray(prob.y) / 60)
+        assert float(prob.dual_value(w, S, u, prob.X.rmv(u))) <= J_star + 1e-10
+
+
+def test_design_matrix_products_agree():
+    rng = np.random.default_rng(0)
+    X = sp.random(30, 12, density=0.2, random_state=0, format="csr")
+    w, a = rng.normal(size=12), rng.normal(size=30)
+    from jax.experimental import sparse as jsparse
+
+    for form in (X, X.tocsc(), X.toarray(), jsparse.BCOO.fromdense(X.toarray())):
+        D = nsjax.DesignMatrix.from_any(form)
+        np.testing.assert_allclose(np.asarray(D.mv(jnp.asarray(w))), X @ w, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(D.rmv(jnp.asarray(a))), X.T @ a, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(D.row_sq_norms()),
+                                   np.asarray(X.multiply(X).sum(1)).ravel(), rtol=1e-12)
+    D32 = nsjax.DesignMatrix.from_any(X, np.float32)
+    assert D32.mv(jnp.asarray(w, jnp.float32)).dtype == jnp.float32
