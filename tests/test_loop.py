@@ -48,8 +48,8 @@ def test_hinge_sweep_values_within_certified_gaps():
 
 def test_jit_equals_no_jit():
     prob = _problem(seed=1, n=30, d=4)
-    a = nsjax.solve(prob, SOLVER, max_steps=20, tol=1e-8)
-    b = nsjax.solve(prob, SOLVER, max_steps=20, tol=1e-8, jit=False)
+    a = nsjax.solve(prob, SOLVER, max_steps=6, tol=1e-8)
+    b = nsjax.solve(prob, SOLVER, max_steps=6, tol=1e-8, jit=False)
     np.testing.assert_allclose(np.asarray(a.w), np.asarray(b.w), rtol=1e-9, atol=1e-12)
     assert a.result == b.result and int(a.num_steps) == int(b.num_steps)
 
@@ -77,8 +77,8 @@ def test_float32_runs_and_keeps_dtypes():
 
 def test_state_dtypes_are_stable_across_steps():
     prob = _problem()
-    state = SOLVER.init(prob, jnp.zeros(8))
-    new = SOLVER.step(prob, state)
+    state = jax.jit(SOLVER.init)(prob, jnp.zeros(8))
+    new = jax.jit(SOLVER.step)(prob, state)
     same = jax.tree_util.tree_map(lambda a, b: (a.dtype == b.dtype) & (a.shape == b.shape),
                                   state, new)
     assert all(jax.tree_util.tree_leaves(same))

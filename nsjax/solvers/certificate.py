@@ -41,20 +41,25 @@ def hinge_dual_certificate(problem, w, S, iterations=CGLS_ITERATIONS):
         z = jnp.where(free, 0.5, 0.0)
         res = target - A(z)
         s = At(res)
-        gamma = jnp.vdot(s, s)
+        gamma0 = jnp.vdot(s, s)
+        # Stop where the normal-equation residual has fallen to rounding level: past that,
+        # the ratios below are 0/0 in the making.
+        floor = (jnp.finfo(S.dtype).eps ** 2) * gamma0
 
         def cgls(_, c):
             z, res, s, p, gamma = c
             q = A(p)
             qq = jnp.vdot(q, q)
-            alpha = jnp.where(qq > 0, gamma / jnp.where(qq > 0, qq, 1.0), 0.0)
+            live = (gamma > floor) & (qq > 0)
+            alpha = jnp.where(live, gamma / jnp.where(live, qq, 1.0), 0.0)
             z, res = z + alpha * p, res - alpha * q
             s = At(res)
             gamma_new = jnp.vdot(s, s)
-            beta = jnp.where(gamma > 0, gamma_new / jnp.where(gamma > 0, gamma, 1.0), 0.0)
-            return z, res, s, s + beta * p, gamma_new
+            beta = jnp.where(live, gamma_new / jnp.where(live, gamma, 1.0), 0.0)
+            return z, res, s, jnp.where(live, s + beta * p, 0.0 * p), gamma_new
 
-        z = jax.lax.fori_loop(0, iterations, cgls, (z, res, s, s, gamma))[0]
+        z = jax.lax.fori_loop(0, iterations, cgls, (z, res, s, s, gamma0))[0]
+        z = jnp.where(jnp.isfinite(z), z, 0.5)
         beta = fixed + jnp.where(free, jnp.clip(z, 0.0, 1.0), 0.0)
         u = -beta * y / n
         best = jnp.maximum(best, problem.dual_value(w, S, u, X.rmv(u)))

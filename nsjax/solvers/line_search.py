@@ -19,6 +19,10 @@ class LineSearchResult(NamedTuple):
     eta: jax.Array  # the step (inf: Φ decreases without bound)
     evaluations: jax.Array  # kinks passed (exact) or trial steps (Wolfe)
     ok: jax.Array  # False if no acceptable step was found
+    # Where η* is a kink: the weight θ ∈ [0, 1] on the steeper side of the kinks at η*
+    # for which θ·(sup ∂Φ) + (1 − θ)·(inf ∂Φ) = 0, i.e. the subgradient that certifies
+    # optimality along the line. ½ where it does not matter.
+    theta: jax.Array
 
 
 def kinks_of_two_lines(b, a):
@@ -77,7 +81,15 @@ def exact_line_search(b, a, c_reg, h) -> LineSearchResult:
     root = jnp.where(h > 0, -slope_before / jnp.where(h > 0, h, 1.0), jnp.inf)
     kink = jnp.where(any_passed, eta[jnp.minimum(k, eta.shape[0] - 1)], jnp.inf)
     eta_star = jnp.where(c >= 0, 0.0, jnp.minimum(kink, root))
-    return LineSearchResult(eta_star, k.astype(jnp.int32), c < 0)
+    # Split the slope jump of all kinks tied at η* so that the slope there is exactly 0.
+    lo = jnp.searchsorted(eta, eta_star, side="left")
+    hi = jnp.searchsorted(eta, eta_star, side="right")
+    cum0 = jnp.concatenate([jnp.zeros(1, cum.dtype), cum])
+    left_slope = c + h * eta_star + cum0[lo]
+    jump_here = cum0[hi] - cum0[lo]
+    theta = jnp.where(jump_here > 0, -left_slope / jnp.where(jump_here > 0, jump_here, 1.0), 0.5)
+    theta = jnp.clip(theta, 0.0, 1.0)
+    return LineSearchResult(eta_star, k.astype(jnp.int32), c < 0, theta)
 
 
 def wolfe_line_search(phi, c1=1e-4, c2=0.9, eta0=1.0, max_evals=50) -> LineSearchResult:
@@ -115,4 +127,5 @@ def wolfe_line_search(phi, c1=1e-4, c2=0.9, eta0=1.0, max_evals=50) -> LineSearc
     init = Carry(jnp.zeros_like(eta0), jnp.full_like(eta0, jnp.inf), eta0,
                  jnp.zeros((), jnp.int32), g0 >= 0)
     out = jax.lax.while_loop(cond, body, init)
-    return LineSearchResult(jnp.where(out.done, out.eta, 0.0), out.n, out.done & (g0 < 0))
+    return LineSearchResult(jnp.where(out.done, out.eta, 0.0), out.n, out.done & (g0 < 0),
+                            jnp.asarray(0.5, f0.dtype))

@@ -118,7 +118,15 @@ class _SubQuasiNewton:
         w_new = w + step_len * d.p
         S_new = S + step_len * d.dS
         value = problem.value(w_new, S_new)
-        g_new, u_new = problem.subgradient(w_new, S_new)
+        # The new subgradient: the one the line search certifies (g_{t+1}ᵀp = 0 at an exact
+        # η*), mixing the steepest and the flattest choice along p on the kinks at η*.
+        # Alg. 1 allows any element of ∂J(w_{t+1}); this one makes sᵀy = −η g_tᵀp > 0.
+        u_up = problem.loss.argsup(S_new, d.dS, problem.y)
+        u_down = problem.loss.argsup(S_new, -d.dS, problem.y)
+        u_new = jnp.where(self.certified_subgradient,
+                          ls.theta * u_up + (1 - ls.theta) * u_down,
+                          problem.loss.dscores(S_new, problem.y))
+        g_new = problem.reg.grad(w_new) + problem.X.rmv(u_new)
         mem, skipped = memory.update(state.mem, w_new - w, g_new - state.g)
         mem = jax.tree_util.tree_map(lambda a, b: jnp.where(move, a, b), mem, state.mem)
         fresh = state.fresh & ~(move & ~skipped)
@@ -210,6 +218,7 @@ class SubLBFGS(_SubQuasiNewton):
     c2: float = 0.9
     stall_tol: float = 1e-12
     scaling: bool = True
+    certified_subgradient: bool = True
 
     def __post_init__(self):
         if not (isinstance(self.memory, int) and self.memory >= 1):
@@ -233,6 +242,7 @@ class SubBFGS(_SubQuasiNewton):
     c1: float = 1e-4
     c2: float = 0.9
     stall_tol: float = 1e-12
+    certified_subgradient: bool = True
 
     def __post_init__(self):
         self._check()
