@@ -355,3 +355,48 @@ def synthetic_sparse(
         )
         y[flip] = -y[flip]
     return X, y
+
+
+def hadamard_problem(d: int, lam: float, variant: str = "orthonormal"):
+    """The lower-bound problem of paper 004, eq. 14: J(w) = max_i ⟨a_i, w⟩ + λ/2 ‖w‖².
+
+    Returned as an `nsjax.Problem` with X = Aᵀ (so the scores are ⟨a_i, w⟩) and a
+    `MaxAffine` loss with reduction="max".
+
+    Two variants, because eq. 14 as printed does not do what its proof needs:
+
+    - ``"literal"``: A = (1/√d) [[H, −H], [−H, H]] with H = H_{d/2}, as printed. Its columns
+      come in antipodal pairs (a_{j+d/2} = −a_j), so they are not orthonormal, the risk is
+      ≥ 0 with J* = 0 at w = 0, and BMRM closes the gap within two steps.
+    - ``"orthonormal"``: A = H_d / √d, orthonormal columns as the proof of Thms. 6–7
+      assumes. Then J* = −1/(2λd) (all d cuts active with α = 1/d), and BMRM from w_0 = 0 with
+      an argmax (vertex) subgradient has, for 1 ≤ t < d, exactly
+      J(w_t) = 1/(2λt) and ε_t = min_{t'≤t} J(w_{t'}) − J_t(w_t) = 1/(2λt) (J(w_0) = 0),
+      the O(1/ε) lower bound reproduced step by step.
+
+    Args:
+        d: a power of two ≥ 2.
+        lam: λ > 0.
+        variant: "orthonormal" or "literal".
+    """
+    import nsjax  # local: datasets is imported by nsjax itself
+
+    if not (isinstance(d, (int, np.integer)) and d >= 2 and d & (d - 1) == 0):
+        raise ValueError(f"d must be a power of two >= 2; got {d!r}.")
+    if variant == "orthonormal":
+        A = _hadamard(d) / np.sqrt(d)
+    elif variant == "literal":
+        H = _hadamard(d // 2)
+        A = np.block([[H, -H], [-H, H]]) / np.sqrt(d)
+    else:
+        raise ValueError(f"variant must be 'orthonormal' or 'literal'; got {variant!r}.")
+    loss = nsjax.losses.MaxAffine(np.ones((d, 1)), reduction="max")
+    return nsjax.Problem(loss, nsjax.regularizers.L2(lam), A.T)
+
+
+def _hadamard(d: int) -> np.ndarray:
+    """Sylvester's Hadamard matrix H_d (H_1 = 1, H_2d = [[H, H], [H, −H]])."""
+    H = np.ones((1, 1))
+    while H.shape[0] < d:
+        H = np.block([[H, H], [H, -H]])
+    return H

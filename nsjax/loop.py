@@ -37,8 +37,9 @@ def _run(problem, w0, tol, solver, max_steps):
         done, result = solver.terminate(problem, new, tol)
         result = jnp.where(finite, result, RESULTS.nonfinite).astype(jnp.int32)
         done = done | ~finite
-        history = History(history.value.at[t].set(jnp.where(finite, new.value, jnp.nan)),
-                          history.gap.at[t].set(jnp.where(finite, new.gap, jnp.nan)))
+        value, gap = solver.record(new) if hasattr(solver, "record") else (new.value, new.gap)
+        history = History(history.value.at[t].set(jnp.where(finite, value, jnp.nan)),
+                          history.gap.at[t].set(jnp.where(finite, gap, jnp.nan)))
         return new, history, done, result, t + 1
 
     carry = (state, history, done0, result0, jnp.zeros((), jnp.int32))
@@ -70,6 +71,12 @@ def _default_solver(solver):
     if not all(hasattr(solver, a) for a in ("init", "step", "terminate")):
         raise TypeError(f"solver must be an nsjax solver (e.g. SubLBFGS()); got {solver!r}.")
     return solver
+
+
+def _check_solver(solver, problem):
+    """Let the solver refuse a problem it cannot handle, before compiling."""
+    if hasattr(solver, "check"):
+        solver.check(problem)
 
 
 def _check_common(problem, w0, max_steps, tol):
@@ -108,8 +115,7 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
     solver = _default_solver(solver)
     w0 = _check_common(problem, w0, max_steps, tol)
     tol = jnp.asarray(tol, problem.dtype)
-    if hasattr(solver, "uses_exact_line_search"):
-        solver.uses_exact_line_search(problem)  # raises early on an impossible request
+    _check_solver(solver, problem)
     if jit:
         sol = _run_jit(problem, w0, tol, solver, int(max_steps))
     else:
@@ -135,7 +141,6 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6):
         raise ValueError(f"lams must be a non-empty 1-D sequence; got shape {lams.shape}.")
     if not np.all(np.isfinite(lams)) or np.any(lams < 0):
         raise ValueError(f"every lam must be finite and >= 0; got {lams.tolist()}.")
-    if hasattr(solver, "uses_exact_line_search"):
-        solver.uses_exact_line_search(problem)
+    _check_solver(solver, problem.with_lam(float(lams.min())))
     return _sweep_jit(problem, jnp.asarray(lams, problem.dtype), w0,
                       jnp.asarray(tol, problem.dtype), solver, int(max_steps))

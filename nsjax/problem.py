@@ -99,7 +99,7 @@ class Problem:
     @property
     def has_lines(self) -> bool:
         """Whether the loss gives its lines, so the exact line search applies."""
-        return hasattr(self.loss, "lines")
+        return hasattr(self.loss, "lines") and getattr(self.loss, "has_lines", True)
 
     def scores(self, w):
         return self.X.mv(w)

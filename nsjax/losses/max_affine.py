@@ -1,4 +1,7 @@
-"""A sum of pointwise maxima of affine functions of the scores (paper 000, eq. 33)."""
+"""Sums (or the maximum) of pointwise maxima of affine functions of the scores.
+
+Paper 000, eq. 33 for the per-example maxima; paper 004, eq. 14 for the single maximum.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.base import snap_to_max
+from nsjax.losses.base import active_tol, snap_to_max
 
 
 @jax.tree_util.register_dataclass
@@ -17,12 +20,19 @@ class MaxAffine:
 
     Covers the binary hinge (r = 2), |x| terms and the toy problem (17) of paper 000:
     10|x| + |y| is X = I, slopes = [[10, −10], [1, −1]], offsets = 0, reduction="sum".
+    With reduction="max" the risk is one maximum over all n·r affine pieces, as in the
+    Hadamard problem of paper 004 (R(w) = max_i ⟨a_i, w⟩: X = Aᵀ, slopes = 1).
     Labels are not used (pass ``y=None`` to `Problem`).
+
+    Subgradients: for "mean"/"sum", `dscores` averages the active pieces (a point in the
+    relative interior of ∂R); for "max" it takes the first active piece (a vertex of ∂R,
+    the "argmax" subgradient that the lower-bound construction of paper 004 assumes). The
+    exact line search needs per-example maxima, so "max" has no lines.
 
     Args:
         slopes: (n, r) array.
         offsets: (n, r) array, or None for zeros.
-        reduction: "mean" (the default, as for the empirical risk) or "sum".
+        reduction: "mean" (the default, as for the empirical risk), "sum" or "max".
     """
 
     slopes: jax.Array
@@ -32,8 +42,14 @@ class MaxAffine:
     binary = False
 
     def __post_init__(self):
-        if self.reduction not in ("mean", "sum"):
-            raise ValueError(f"reduction must be 'mean' or 'sum', got {self.reduction!r}.")
+        if self.reduction not in ("mean", "sum", "max"):
+            raise ValueError(
+                f"reduction must be 'mean', 'sum' or 'max'; got {self.reduction!r}."
+            )
+
+    @property
+    def has_lines(self) -> bool:
+        return self.reduction != "max"
 
     def _scale(self, n):
         return 1.0 / n if self.reduction == "mean" else 1.0
@@ -43,15 +59,21 @@ class MaxAffine:
         return b if self.offsets is None else b + self.offsets
 
     def risk(self, S, y=None):
+        if self.reduction == "max":
+            return jnp.max(self._values(S))
         return jnp.sum(jnp.max(self._values(S), axis=1)) * self._scale(S.shape[0])
 
     def dscores(self, S, y=None):
+        if self.reduction == "max":
+            return self._vertex(S, jnp.zeros_like(S))
         # The average slope of the active pieces: a subgradient in the relative interior.
         active = self._active(S)
         slope = jnp.sum(jnp.where(active, self.slopes, 0.0), 1) / jnp.sum(active, 1)
         return slope * self._scale(S.shape[0])
 
     def argsup(self, S, dS, y=None):
+        if self.reduction == "max":
+            return self._vertex(S, dS)
         active = self._active(S)
         rate = jnp.where(active, self.slopes * dS[:, None], -jnp.inf)
         j = jnp.argmax(rate, axis=1)
@@ -60,6 +82,16 @@ class MaxAffine:
     def lines(self, S, dS, y=None):
         scale = self._scale(S.shape[0])
         return snap_to_max(self._values(S)) * scale, self.slopes * dS[:, None] * scale
+
+    def _vertex(self, S, dS):
+        """One-hot score subgradient of the single max: the active piece with the largest
+        slope along dS, the first such piece on ties."""
+        v = self._values(S).ravel()
+        v = jnp.where(jnp.max(v) - v <= active_tol(jnp.max(v)), jnp.max(v), v)
+        rate = jnp.where(v == jnp.max(v), (self.slopes * dS[:, None]).ravel(), -jnp.inf)
+        k = jnp.argmax(rate)
+        i, j = k // self.slopes.shape[1], k % self.slopes.shape[1]
+        return jnp.zeros_like(S).at[i].set(self.slopes[i, j])
 
     def _active(self, S):
         v = snap_to_max(self._values(S))

@@ -65,6 +65,9 @@ class _SubQuasiNewton:
         if not 0 < self.c1 < self.c2 < 1:
             raise ValueError(f"need 0 < c1 < c2 < 1; got c1={self.c1}, c2={self.c2}.")
 
+    def check(self, problem):
+        self.uses_exact_line_search(problem)
+
     def uses_exact_line_search(self, problem) -> bool:
         if self.line_search == "exact" and not problem.has_lines:
             raise ValueError(

@@ -1,0 +1,150 @@
+"""BMRM (paper 001), its line-search variants, the bundle QP, and the Hadamard bounds of 004."""
+
+import cvxpy as cp
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference import cvxpy_optimum, random_binary
+
+import nsjax
+from nsjax.solvers.simplex_qp import project_simplex, simplex_qp_objective, solve_simplex_qp
+
+VARIANTS = {
+    "qp": nsjax.solvers.BMRM(),
+    "qp-exact-ls": nsjax.solvers.BMRM(line_search="exact"),
+    "ls": nsjax.solvers.LineSearchBMRM(),
+}
+
+
+def _check_history(sol, J_star, prob):
+    """ε_t bounds the suboptimality of the best iterate so far (w_0 included), every step."""
+    steps = int(sol.num_steps)
+    values = np.asarray(sol.history.value[:steps])
+    gaps = np.asarray(sol.history.gap[:steps])
+    w0 = jnp.zeros(prob.X.shape[1])
+    best = np.minimum.accumulate(np.minimum(values, float(prob.value(w0, prob.scores(w0)))))
+    assert np.all(gaps >= best - J_star - 1e-10)
+    assert float(sol.gap) >= float(sol.value) - J_star - 1e-10
+    assert float(sol.value) == pytest.approx(best[-1], rel=1e-12)
+
+
+# The exact line search needs lines, so that variant runs on the hinge only (and is refused
+# on the logistic loss: see the next test).
+CASES = [(v, loss) for v in VARIANTS for loss in ("hinge", "logistic")
+         if (v, loss) != ("qp-exact-ls", "logistic")]
+
+
+@pytest.mark.parametrize(("variant", "loss"), CASES)
+@pytest.mark.parametrize("seed", range(3))
+def test_bmrm_reaches_cvxpy_optimum(variant, loss, seed):
+    X, y, _ = random_binary(seed + 10, 120, 10)
+    lam = 0.2  # ls-BMRM is O(1/(λε)): keep λ moderate so 1e-6 is reachable in the budget
+    J_star, _ = cvxpy_optimum(X, y, lam, loss=loss)
+    Loss = nsjax.losses.Hinge if loss == "hinge" else nsjax.losses.Logistic
+    prob = nsjax.Problem(Loss(), nsjax.regularizers.L2(lam), X, y)
+    sol = nsjax.solve(prob, VARIANTS[variant], max_steps=10_000, tol=1e-8)
+    assert abs(float(sol.value) - J_star) <= 1e-6 * J_star
+    _check_history(sol, J_star, prob)
+
+
+def test_exact_line_search_variant_needs_lines():
+    X, y, lam = random_binary(0, 20, 3)
+    prob = nsjax.Problem(nsjax.losses.Logistic(), nsjax.regularizers.L2(lam), X, y)
+    with pytest.raises(ValueError, match="lines"):
+        nsjax.solve(prob, nsjax.solvers.BMRM(line_search="exact"))
+    with pytest.raises(ValueError, match="lam > 0"):
+        nsjax.solve(prob.with_lam(0.0), nsjax.solvers.BMRM())
+
+
+def test_full_bundle_keeps_a_valid_lower_bound():
+    X, y, _ = random_binary(3, 150, 20)
+    lam = 0.01
+    J_star, _ = cvxpy_optimum(X, y, lam)
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y)
+    sol = nsjax.solve(prob, nsjax.solvers.BMRM(capacity=6), max_steps=600, tol=1e-6)
+    assert int(sol.stats["dropped_cuts"]) + int(sol.stats["aggregations"]) > 0
+    _check_history(sol, J_star, prob)
+    assert float(sol.value) - J_star <= 1e-3 * J_star  # slower than a full bundle, but on its way
+
+
+@pytest.mark.parametrize("lam", [0.1, 1.0])
+def test_hadamard_lower_bound_is_attained_exactly(lam):
+    """Paper 004, Thms. 6–7 on the orthonormal A = H_d/√d: ε_t = J(w_t) = 1/(2λt)."""
+    d = 64
+    prob = nsjax.datasets.hadamard_problem(d, lam)
+    sol = nsjax.solve(prob, nsjax.solvers.BMRM(), max_steps=d, tol=0.0)
+    t = np.arange(1, d)
+    np.testing.assert_allclose(np.asarray(sol.history.value[: d - 1]), 1 / (2 * lam * t),
+                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(sol.history.gap[: d - 1]), 1 / (2 * lam * t),
+                               rtol=0, atol=1e-9)
+    # With all d cuts in, the model is exact: J* = −1/(2λd) and the gap closes.
+    assert float(prob.value(sol.w, prob.scores(sol.w))) <= 1e-12  # best J is J(w_0) = 0
+    assert abs(float(sol.history.value[d - 1]) + 1 / (2 * lam * d)) <= 1e-9
+    assert float(sol.history.gap[d - 1]) <= 1e-9
+
+
+@pytest.mark.parametrize("lam", [0.1, 1.0])
+def test_hadamard_literal_instance_is_solved_in_two_steps(lam):
+    prob = nsjax.datasets.hadamard_problem(64, lam, variant="literal")
+    sol = nsjax.solve(prob, nsjax.solvers.BMRM(), max_steps=2, tol=0.0)
+    assert float(sol.history.gap[1]) <= 1e-12
+    assert abs(float(sol.value)) <= 1e-12  # J* = 0 at w = 0
+
+
+def test_hadamard_arguments_are_checked():
+    with pytest.raises(ValueError, match="power of two"):
+        nsjax.datasets.hadamard_problem(48, 0.1)
+    with pytest.raises(ValueError, match="variant"):
+        nsjax.datasets.hadamard_problem(8, 0.1, variant="printed")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_simplex_qp_matches_cvxpy(seed):
+    rng = np.random.default_rng(seed)
+    c, k = 16, int(rng.integers(2, 16))
+    G = rng.normal(size=(30, c))
+    Q, b, lam = G.T @ G, rng.normal(size=c) * 3, float(rng.uniform(0.05, 2))
+    mask = np.zeros(c, bool)
+    mask[rng.choice(c, k, replace=False)] = True
+    a = cp.Variable(k)
+    Qk = Q[np.ix_(mask, mask)]
+    prob = cp.Problem(cp.Minimize(0.5 * cp.quad_form(a, cp.psd_wrap(Qk)) / lam - b[mask] @ a),
+                      [a >= 0, cp.sum(a) == 1])
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    alpha = solve_simplex_qp(jnp.asarray(Q), jnp.asarray(b), lam, jnp.asarray(mask),
+                             jnp.ones(c) / c)
+    alpha = np.asarray(alpha)
+    assert np.all(alpha >= 0) and abs(alpha.sum() - 1) <= 1e-12 and np.all(alpha[~mask] == 0)
+    ours = float(simplex_qp_objective(jnp.asarray(alpha), jnp.asarray(Q), jnp.asarray(b), lam))
+    assert abs(ours - prob.value) <= 1e-8 * max(1.0, abs(prob.value))
+
+
+def test_simplex_projection_equals_brute_force():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        v = rng.normal(size=7) * 2
+        mask = rng.random(7) < 0.7
+        mask[0] = True
+        x = cp.Variable(int(mask.sum()))
+        cp.Problem(cp.Minimize(cp.sum_squares(x - v[mask])), [x >= 0, cp.sum(x) == 1]).solve(
+            solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+        p = np.asarray(project_simplex(jnp.asarray(v), jnp.asarray(mask)))
+        np.testing.assert_allclose(p[mask], x.value, atol=1e-8)
+        assert np.all(p[~mask] == 0)
+
+
+def test_logistic_gap_falls_linearly():
+    """Paper 001, Thm. 4: for a smooth risk, ε_t eventually decreases geometrically. Fit the
+    slope of log ε_t over the tail and require a clear, steady decrease."""
+    X, y = nsjax.datasets.breast_cancer()
+    prob = nsjax.Problem(nsjax.losses.Logistic(), nsjax.regularizers.L2(1e-2), X, y)
+    sol = nsjax.solve(prob, nsjax.solvers.BMRM(), max_steps=300, tol=1e-12)
+    steps = int(sol.num_steps)
+    gaps = np.asarray(sol.history.gap[:steps])
+    tail = np.arange(steps // 3, steps)
+    slope, intercept = np.polyfit(tail, np.log(gaps[tail]), 1)
+    fit = slope * tail + intercept
+    assert slope < -0.02  # at least a constant factor per step
+    assert np.max(np.abs(np.log(gaps[tail]) - fit)) < 3.0  # a line, not a sudden drop
+    assert gaps[-1] <= 1e-9 * float(sol.value)
