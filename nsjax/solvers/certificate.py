@@ -23,44 +23,48 @@ CGLS_ITERATIONS = 50
 
 def hinge_dual_certificate(problem, w, S, iterations=CGLS_ITERATIONS):
     """The best D(β) over the band widths: a lower bound on min J (paper 000, eq. 21)."""
+    best = jnp.asarray(-jnp.inf, S.dtype)
+    for delta in BAND_WIDTHS:
+        u = _band_dual_point(problem, w, S, delta, iterations)
+        best = jnp.maximum(best, problem.dual_value(w, S, u, problem.X.rmv(u)))
+    return best
+
+
+def _band_dual_point(problem, w, S, delta, iterations):
+    """Score-space dual point u = −β∘y/n with β fitted by CGLS on the band |margin| ≤ δ."""
     X, y, lam = problem.X, problem.y, problem.lam
     n = S.shape[0]
     margin = 1.0 - y * S
-    best = jnp.asarray(-jnp.inf, S.dtype)
-    for delta in BAND_WIDTHS:
-        free = jnp.abs(margin) <= delta * jnp.maximum(1.0, jnp.abs(S))
-        fixed = jnp.where(free, 0.0, jnp.where(margin > 0, 1.0, 0.0))
-        target = lam * w - X.rmv(fixed * y) / n
+    free = jnp.abs(margin) <= delta * jnp.maximum(1.0, jnp.abs(S))
+    fixed = jnp.where(free, 0.0, jnp.where(margin > 0, 1.0, 0.0))
+    target = lam * w - X.rmv(fixed * y) / n
 
-        def A(z, free=free):
-            return X.rmv(jnp.where(free, z, 0.0) * y) / n
+    def A(z):
+        return X.rmv(jnp.where(free, z, 0.0) * y) / n
 
-        def At(q, free=free):
-            return jnp.where(free, y * X.mv(q), 0.0) / n
+    def At(q):
+        return jnp.where(free, y * X.mv(q), 0.0) / n
 
-        z = jnp.where(free, 0.5, 0.0)
-        res = target - A(z)
+    z = jnp.where(free, 0.5, 0.0)
+    s = At(target - A(z))
+    gamma0 = jnp.vdot(s, s)
+    # Stop where the normal-equation residual has fallen to rounding level: past that, the
+    # ratios below are 0/0 in the making.
+    floor = (jnp.finfo(S.dtype).eps ** 2) * gamma0
+
+    def cgls(_, c):
+        z, res, s, p, gamma = c
+        q = A(p)
+        qq = jnp.vdot(q, q)
+        live = (gamma > floor) & (qq > 0)
+        alpha = jnp.where(live, gamma / jnp.where(live, qq, 1.0), 0.0)
+        z, res = z + alpha * p, res - alpha * q
         s = At(res)
-        gamma0 = jnp.vdot(s, s)
-        # Stop where the normal-equation residual has fallen to rounding level: past that,
-        # the ratios below are 0/0 in the making.
-        floor = (jnp.finfo(S.dtype).eps ** 2) * gamma0
+        gamma_new = jnp.vdot(s, s)
+        beta = jnp.where(live, gamma_new / jnp.where(live, gamma, 1.0), 0.0)
+        return z, res, s, jnp.where(live, s + beta * p, 0.0 * p), gamma_new
 
-        def cgls(_, c):
-            z, res, s, p, gamma = c
-            q = A(p)
-            qq = jnp.vdot(q, q)
-            live = (gamma > floor) & (qq > 0)
-            alpha = jnp.where(live, gamma / jnp.where(live, qq, 1.0), 0.0)
-            z, res = z + alpha * p, res - alpha * q
-            s = At(res)
-            gamma_new = jnp.vdot(s, s)
-            beta = jnp.where(live, gamma_new / jnp.where(live, gamma, 1.0), 0.0)
-            return z, res, s, jnp.where(live, s + beta * p, 0.0 * p), gamma_new
-
-        z = jax.lax.fori_loop(0, iterations, cgls, (z, res, s, s, gamma0))[0]
-        z = jnp.where(jnp.isfinite(z), z, 0.5)
-        beta = fixed + jnp.where(free, jnp.clip(z, 0.0, 1.0), 0.0)
-        u = -beta * y / n
-        best = jnp.maximum(best, problem.dual_value(w, S, u, X.rmv(u)))
-    return best
+    z = jax.lax.fori_loop(0, iterations, cgls, (z, target - A(z), s, s, gamma0))[0]
+    z = jnp.where(jnp.isfinite(z), z, 0.5)
+    beta = fixed + jnp.where(free, jnp.clip(z, 0.0, 1.0), 0.0)
+    return -beta * y / n
