@@ -73,9 +73,11 @@ def test_toy_problem_17_in_two_steps(solver):
     sol = nsjax.solve(prob, solver, w0=[1.0, 1.0], max_steps=2)
     np.testing.assert_allclose(np.asarray(sol.w), [0.0, 0.0], atol=1e-12)
     assert float(sol.value) <= 1e-12
-    # And it knows it is done: the next step certifies optimality (0 ∈ ∂f).
+    # And it then knows it is done: with λ = 0 the gap is certified only when direction
+    # finding returns ḡ = 0 ∈ ∂f exactly, which may take one memory restart (B = I).
     done = nsjax.solve(prob, solver, w0=[1.0, 1.0], max_steps=10)
-    assert done.result == RESULTS.successful and int(done.num_steps) <= 3
+    assert done.result == RESULTS.successful and int(done.num_steps) <= 4
+    assert float(done.gap) == 0.0
 
 
 def test_logistic_uses_wolfe_line_search_and_matches_cvxpy():
