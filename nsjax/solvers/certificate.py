@@ -52,8 +52,8 @@ def _band_dual_point(problem, w, S, delta, iterations):
     # ratios below are 0/0 in the making.
     floor = (jnp.finfo(S.dtype).eps ** 2) * gamma0
 
-    def cgls(_, c):
-        z, res, s, p, gamma = c
+    def cgls(c):
+        z, res, s, p, gamma, it = c
         q = A(p)
         qq = jnp.vdot(q, q)
         live = (gamma > floor) & (qq > 0)
@@ -62,9 +62,13 @@ def _band_dual_point(problem, w, S, delta, iterations):
         s = At(res)
         gamma_new = jnp.vdot(s, s)
         beta = jnp.where(live, gamma_new / jnp.where(live, gamma, 1.0), 0.0)
-        return z, res, s, jnp.where(live, s + beta * p, 0.0 * p), gamma_new
+        return z, res, s, jnp.where(live, s + beta * p, 0.0 * p), gamma_new, it + 1
 
-    z = jax.lax.fori_loop(0, iterations, cgls, (z, target - A(z), s, s, gamma0))[0]
+    def running(c):
+        return (c[5] < iterations) & (c[4] > floor)
+
+    init = (z, target - A(z), s, s, gamma0, jnp.zeros((), jnp.int32))
+    z = jax.lax.while_loop(running, cgls, init)[0]
     z = jnp.where(jnp.isfinite(z), z, 0.5)
     beta = fixed + jnp.where(free, jnp.clip(z, 0.0, 1.0), 0.0)
     return -beta * y / n
