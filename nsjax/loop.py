@@ -86,12 +86,12 @@ def _check_common(problem, w0, max_steps, tol):
         raise ValueError(f"max_steps must be an int >= 1; got {max_steps!r}.")
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be finite and >= 0; got {tol!r}.")
-    d = problem.X.shape[1]
+    shape = problem.w_shape
     if w0 is None:
-        return jnp.zeros(d, problem.dtype)
+        return jnp.zeros(shape, problem.dtype)
     w0 = np.asarray(w0)
-    if w0.shape != (d,):
-        raise ValueError(f"w0 must have shape ({d},) to match X; got {w0.shape}.")
+    if w0.shape != shape:
+        raise ValueError(f"w0 must have shape {shape} to match the problem; got {w0.shape}.")
     if not np.all(np.isfinite(w0)):
         raise ValueError("w0 contains NaN or inf.")
     return jnp.asarray(w0, problem.dtype)

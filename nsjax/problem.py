@@ -8,6 +8,8 @@ S = X w, so one matvec X p serves the oracle and the line search alike.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -57,10 +59,21 @@ class Problem:
         dt = self.X.dtype
         self.reg = L2(jnp.asarray(reg.lam, dt))
         self.classes = None
-        if getattr(loss, "binary", False):
+        self.num_outputs = None  # K for losses of a score matrix (n, K), else None
+        if getattr(loss, "binary", False) or getattr(loss, "multiclass", False) or getattr(
+                loss, "multilabel", False):
             if y is None:
                 raise ValueError(f"{type(loss).__name__} needs labels y; got y=None.")
+        if getattr(loss, "binary", False):
             self.y, self.classes = _encode_binary(y, n, dt)
+        elif getattr(loss, "multiclass", False):
+            self.y, self.classes = _encode_multiclass(y, n)
+            self.num_outputs = len(self.classes)
+            loss = _check_delta(loss, self.num_outputs, dt)
+        elif getattr(loss, "multilabel", False):
+            self.y, self.classes = _encode_multilabel(y, n)
+            self.num_outputs = len(self.classes)
+            loss = _check_delta(loss, self.num_outputs, dt)
         elif y is not None:
             y = np.asarray(y)
             if y.shape[0] != n:
@@ -74,18 +87,25 @@ class Problem:
 
     # -- pytree -----------------------------------------------------------------------
     def tree_flatten(self):
-        return (self.loss, self.reg, self.X, self.y), self.classes
+        return (self.loss, self.reg, self.X, self.y), (self.classes, self.num_outputs)
 
     @classmethod
-    def tree_unflatten(cls, classes, children):
+    def tree_unflatten(cls, aux, children):
         obj = object.__new__(cls)
         obj.loss, obj.reg, obj.X, obj.y = children
-        obj.classes = classes
+        obj.classes, obj.num_outputs = aux
         return obj
 
     def with_lam(self, lam) -> Problem:
         """The same problem with regularization strength ``lam`` (traced inside jit)."""
-        return Problem.tree_unflatten(self.classes, (self.loss, L2(lam), self.X, self.y))
+        return Problem.tree_unflatten((self.classes, self.num_outputs),
+                                      (self.loss, L2(lam), self.X, self.y))
+
+    @property
+    def w_shape(self) -> tuple:
+        """(d,) for one score per example, (d, K) for K scores per example."""
+        d = self.X.shape[1]
+        return (d,) if self.num_outputs is None else (d, self.num_outputs)
 
     # -- the objective ----------------------------------------------------------------
     @property
@@ -196,6 +216,67 @@ def _encode_binary(y, n, dtype):
         )
     signs = np.where(y == classes[1], 1.0, -1.0)
     return jnp.asarray(signs, dtype), tuple(classes.tolist())
+
+
+def _encode_multiclass(y, n):
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D class labels with shape (n,); got shape {y.shape}.")
+    if y.shape[0] != n:
+        raise ValueError(
+            f"X has {n} rows but y has {y.shape[0]} entries; they must have the same length."
+        )
+    if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or inf; every example needs a finite label.")
+    classes, index = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(f"a multiclass loss needs at least two classes in y; found {classes}.")
+    return jnp.asarray(index, jnp.int32), tuple(classes.tolist())
+
+
+def _encode_multilabel(y, n):
+    """Label sets as an (n, K) bool mask, from lists, a sparse indicator or a dense 0/1 matrix."""
+    if sp.issparse(y):
+        Y = np.asarray(y.toarray()) != 0
+        classes = tuple(range(Y.shape[1]))
+    elif isinstance(y, (list, tuple)) and (len(y) == 0 or not np.isscalar(y[0])):
+        labels = sorted({z for row in y for z in row})
+        pos = {z: k for k, z in enumerate(labels)}
+        Y = np.zeros((len(y), len(labels)), bool)
+        for i, row in enumerate(y):
+            Y[i, [pos[z] for z in row]] = True
+        classes = tuple(labels)
+    else:
+        arr = np.asarray(y)
+        if arr.ndim != 2 or not np.all((arr == 0) | (arr == 1)):
+            raise ValueError(
+                "multilabel y must be a list of label lists, a scipy sparse indicator matrix "
+                f"or a dense 0/1 matrix of shape (n, K); got an array of shape {arr.shape}."
+            )
+        Y = arr.astype(bool)
+        classes = tuple(range(Y.shape[1]))
+    if Y.shape[0] != n:
+        raise ValueError(f"X has {n} rows but y has {Y.shape[0]} label sets.")
+    if Y.shape[1] < 2:
+        raise ValueError(f"a multilabel loss needs at least two labels; found {Y.shape[1]}.")
+    empty = np.flatnonzero(~Y.any(axis=1))
+    if empty.size:
+        raise ValueError(
+            f"{empty.size} examples have no label (first: row {empty[0]}); every example needs "
+            "at least one."
+        )
+    return jnp.asarray(Y), classes
+
+
+def _check_delta(loss, K, dtype):
+    if loss.delta is None:
+        return loss
+    D = np.asarray(loss.delta, dtype=float)
+    if D.shape != (K, K):
+        raise ValueError(f"delta must have shape (K, K) = ({K}, {K}); got {D.shape}.")
+    if not np.all(np.isfinite(D)) or np.any(D < 0) or np.any(np.diag(D) != 0):
+        raise ValueError("delta must be finite, >= 0, with a zero diagonal (Δ(z, z) = 0).")
+    return dataclasses.replace(loss, delta=jnp.asarray(D, dtype))
 
 
 def _check_max_affine(loss, n, dtype):

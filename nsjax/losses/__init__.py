@@ -3,5 +3,7 @@
 from nsjax.losses.hinge import Hinge
 from nsjax.losses.logistic import Logistic
 from nsjax.losses.max_affine import MaxAffine
+from nsjax.losses.multiclass_hinge import MulticlassHinge
+from nsjax.losses.multilabel_hinge import MultilabelHinge
 
-__all__ = ["Hinge", "Logistic", "MaxAffine"]
+__all__ = ["Hinge", "Logistic", "MaxAffine", "MulticlassHinge", "MultilabelHinge"]

@@ -29,10 +29,15 @@ from nsjax.solvers.line_search import exact_line_search
 from nsjax.solvers.simplex_qp import solve_simplex_qp
 
 
+#: OCAS's step past the line-search optimum towards the model's minimizer, for the next cut.
+OCAS_MU = 0.1
+
+
 class BundleState(NamedTuple):
     w: jax.Array  # the best iterate so far
     value: jax.Array  # J(w), the best value so far
-    w_now: jax.Array  # the current iterate w_t, where the next cut comes from
+    w_now: jax.Array  # the current iterate w_t (with line_search="exact": the better of the
+    #                   line-search point and the cut point)
     S_now: jax.Array  # X w_t
     value_now: jax.Array  # J(w_t)
     cut_a: jax.Array  # the cut at w_t, not yet in the bundle
@@ -70,8 +75,9 @@ class BMRM:
     Args:
         capacity: number of cuts kept on the device (see the module docstring when full).
         line_search: "none" (plain BMRM: w_{t+1} is the model's minimizer) or "exact"
-            (move from the current iterate towards the model's minimizer by the exact line
-            search, paper 000 Sec. 7.4; needs a loss that gives its lines).
+            (OCAS-like ls-BMRM, paper 000 Sec. 7.4: exact line search from the current
+            iterate towards the model's minimizer, cut taken just past the line's optimum;
+            needs a loss that gives its lines).
         qp_iterations: accelerated projected-gradient iterations of the inner QP per step,
             followed by an exact polish on the support (`simplex_qp.py`).
 
@@ -161,24 +167,33 @@ class BMRM:
         lower = jnp.maximum(state.lower, dual)
         w_model = -Aalpha / lam
 
-        extra = 0
+        S_model = problem.scores(w_model)
         if self.line_search == "exact":
-            extra = 1  # the product X p for the line
-            p = w_model - state.w_now
-            dS = problem.scores(p)
+            # OCAS (Franc & Sonnenburg 2008; paper 000 Sec. 7.4): search the line from the
+            # current iterate w_b to the model's minimizer exactly, then take the next cut a
+            # little past the line's optimum, at (1 − μ) w_ls + μ w_model with μ = 0.1, so
+            # that the model improves even when the line search cannot move (η* = 0).
+            p, dS = w_model - state.w_now, S_model - state.S_now
             c_reg, h = problem.reg.line(state.w_now, p)
             bl, al = problem.loss.lines(state.S_now, dS, problem.y)
             eta = exact_line_search(bl, al, c_reg, h).eta
             eta = jnp.where(jnp.isfinite(eta), eta, 1.0)
-            w_new, S_new = state.w_now + eta * p, state.S_now + eta * dS
+            w_ls, S_ls = state.w_now + eta * p, state.S_now + eta * dS
+            value_ls = problem.value(w_ls, S_ls)
+            w_cut = (1 - OCAS_MU) * w_ls + OCAS_MU * w_model
+            S_cut = (1 - OCAS_MU) * S_ls + OCAS_MU * S_model
+            value_cut, a, cut_b = take_cut(problem, w_cut, S_cut)
+            cut_better = value_cut < value_ls
+            w_new = jnp.where(cut_better, w_cut, w_ls)
+            S_new = jnp.where(cut_better, S_cut, S_ls)
+            value = jnp.minimum(value_cut, value_ls)
         else:
-            w_new = w_model
-            S_new = problem.scores(w_new)
-        value, a, cut_b = take_cut(problem, w_new, S_new)
+            w_new, S_new = w_model, S_model
+            value, a, cut_b = take_cut(problem, w_new, S_new)
         better = value < state.value
         best_value = jnp.where(better, value, state.value)
         s = state.stats
-        stats = dict(matvecs=s["matvecs"] + 2 + extra,
+        stats = dict(matvecs=s["matvecs"] + 2,
                      aggregations=s["aggregations"] + aggregated,
                      dropped_cuts=s["dropped_cuts"] + dropped)
         return BundleState(

@@ -14,6 +14,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from nsjax.solvers.envelope import envelope_kinks
+
 
 class LineSearchResult(NamedTuple):
     eta: jax.Array  # the step (inf: Φ decreases without bound)
@@ -25,6 +27,15 @@ class LineSearchResult(NamedTuple):
     theta: jax.Array
 
 
+def kinks(b, a):
+    """All examples' kinks in η > 0 and slope jumps, flattened: the closed form for two
+    lines per example (binary hinge), Alg. 4 (`envelope.py`) for more."""
+    if b.shape[-1] == 2:
+        return kinks_of_two_lines(b, a)
+    eta, jump = envelope_kinks(b, a)
+    return eta.ravel(), jump.ravel()
+
+
 def kinks_of_two_lines(b, a):
     """Kinks in η > 0 of max(b₀ + η a₀, b₁ + η a₁) per example, and their slope jumps.
 
@@ -33,11 +44,6 @@ def kinks_of_two_lines(b, a):
     have no kink. Kinks at η ≤ 0 are already part of sup ∂Φ(0). Returns (eta, jump) with
     eta = inf and jump = 0 where there is no kink ahead.
     """
-    if b.shape[-1] != 2:
-        raise NotImplementedError(
-            f"the exact line search handles losses with 2 lines per example; got "
-            f"{b.shape[-1]}. Use line_search='wolfe' (the envelope of Alg. 4 comes later)."
-        )
     da = a[:, 1] - a[:, 0]
     safe = jnp.where(da != 0, da, 1.0)
     eta = (b[:, 0] - b[:, 1]) / safe
@@ -63,7 +69,7 @@ def exact_line_search(b, a, c_reg, h) -> LineSearchResult:
         without bound (h = 0 and no kink ahead), and the number of kinks passed.
     """
     c = c_reg + sup_slope_at_zero(b, a)
-    eta, jump = kinks_of_two_lines(b, a)
+    eta, jump = kinks(b, a)
     order = jnp.argsort(eta)
     eta, jump = eta[order], jump[order]
     cum = jnp.cumsum(jump)

@@ -66,6 +66,9 @@ class _SubQuasiNewton:
             raise ValueError(f"need 0 < c1 < c2 < 1; got c1={self.c1}, c2={self.c2}.")
 
     def check(self, problem):
+        if isinstance(self._memory(), DenseBFGSMemory) and len(problem.w_shape) != 1:
+            raise ValueError("SubBFGS keeps a dense (d, d) matrix and needs 1-D weights; use "
+                             "SubLBFGS for multiclass or multilabel problems.")
         self.uses_exact_line_search(problem)
 
     def uses_exact_line_search(self, problem) -> bool:
