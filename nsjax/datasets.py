@@ -209,8 +209,9 @@ def synthetic_sparse(
     power: float = 1.0,
     noise: float = 0.05,
     dtype: np.dtype | type = np.float64,
+    n_classes: int = 2,
 ) -> tuple[sp.csr_matrix, np.ndarray]:
-    """Seeded synthetic sparse binary classification data with power-law feature frequencies.
+    """Seeded synthetic sparse classification data with power-law feature frequencies.
 
     Sparsity pattern: column ``j`` appears in a fraction of the rows proportional to
     ``(j + 1) ** -power`` (column 0 is the most frequent, as in bag-of-words data), capped so
@@ -241,6 +242,9 @@ def synthetic_sparse(
             (``0`` gives uniform column frequencies).
         noise: Fraction of labels flipped after planting, in ``[0, 0.5)``.
         dtype: Floating dtype of the matrix values.
+        n_classes: ``2`` for the binary labels above; ``K > 2`` for class labels ``0..K-1``
+            from a planted (d, K) weight matrix: ``argmax`` of the column-centred scores,
+            then a fraction ``noise`` of the labels replaced by uniformly drawn classes.
 
     Returns:
         A tuple ``(X, y)``: ``X`` is a ``scipy.sparse.csr_matrix`` of shape ``(n, d)`` with
@@ -336,6 +340,8 @@ def synthetic_sparse(
     X.has_sorted_indices = True
 
     # --- labels from a planted model ---------------------------------------------------
+    if n_classes != 2:
+        return X, _planted_classes(X, n_classes, noise, rng)
     w = rng.standard_normal(d)
     scores = np.asarray(X @ w.astype(dtype), dtype=np.float64)
     # Rank split at the median; random tie-breaking keeps it balanced even with tied scores.
@@ -355,6 +361,57 @@ def synthetic_sparse(
         )
         y[flip] = -y[flip]
     return X, y
+
+
+def _planted_classes(X, n_classes, noise, rng) -> np.ndarray:
+    K = _check_int("n_classes", n_classes)
+    if K < 2:
+        raise ValueError(f"n_classes must be >= 2; got {K}.")
+    W = rng.standard_normal((X.shape[1], K))
+    scores = np.asarray(X @ W, dtype=np.float64)
+    y = np.argmax(scores - np.median(scores, axis=0), axis=1)
+    flip = rng.random(X.shape[0]) < noise
+    y[flip] = rng.integers(0, K, size=int(flip.sum()))
+    return y.astype(np.int64)
+
+
+def iris() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's iris set (150 x 4, 3 classes), features standardized."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return X, np.asarray(y, dtype=np.int64)
+
+
+def synthetic_multilabel(
+    n: int, d: int, n_labels: int, *, density: float | None = None, seed: int = 0
+) -> tuple[np.ndarray | sp.csr_matrix, list[list[int]]]:
+    """Seeded multilabel data: 1 to 3 labels per example from a planted linear model.
+
+    Features are standard normal (dense), or, with ``density``, a `synthetic_sparse` matrix.
+    Each example gets its top-scoring label under a planted (d, K) weight matrix, plus every
+    other label whose score is within a margin of it, capped at 3 labels.
+
+    Returns:
+        ``(X, labels)`` with ``labels`` a list of n lists of label indices in ``0..K-1``.
+    """
+    n, d, K = _check_int("n", n), _check_int("d", d), _check_int("n_labels", n_labels)
+    if K < 2:
+        raise ValueError(f"n_labels must be >= 2; got {K}.")
+    rng = np.random.default_rng(seed)
+    if density is None:
+        X = rng.standard_normal((n, d))
+    else:
+        X = synthetic_sparse(n, d, density, seed=seed)[0]
+    W = rng.standard_normal((d, K))
+    scores = np.asarray(X @ W, dtype=np.float64)
+    scores -= scores.mean(axis=0)
+    order = np.argsort(-scores, axis=1)
+    top = np.take_along_axis(scores, order, axis=1)
+    spread = np.std(scores)
+    count = 1 + np.sum(top[:, 1:3] >= top[:, :1] - 0.5 * spread, axis=1)
+    return X, [sorted(order[i, : count[i]].tolist()) for i in range(n)]
 
 
 def hadamard_problem(d: int, lam: float, variant: str = "orthonormal"):

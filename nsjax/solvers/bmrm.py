@@ -28,7 +28,6 @@ from nsjax.solvers._options import solver_options
 from nsjax.solvers.line_search import exact_line_search
 from nsjax.solvers.simplex_qp import solve_simplex_qp
 
-
 #: OCAS's step past the line-search optimum towards the model's minimizer, for the next cut.
 OCAS_MU = 0.1
 

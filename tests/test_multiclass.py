@@ -1,0 +1,312 @@
+"""Multiclass / multilabel hinge: envelope (Alg. 4), exact line search (Alg. 5), oracles
+(eqs. 41, 53) and optima, against brute force, cvxpy and LIBLINEAR's Crammer–Singer."""
+
+import itertools
+import warnings
+
+import cvxpy as cp
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import LinearSVC
+
+import nsjax
+from nsjax.solvers.envelope import envelope
+from nsjax.solvers.line_search import exact_line_search
+
+MC, ML, L2 = nsjax.losses.MulticlassHinge, nsjax.losses.MultilabelHinge, nsjax.regularizers.L2
+ENVELOPE = jax.jit(envelope)
+
+
+# --- envelope ----------------------------------------------------------------------------
+
+def _random_lines(rng, r, kind):
+    a = rng.integers(-4, 5, size=r).astype(float)
+    b = rng.integers(-4, 5, size=r).astype(float)
+    if kind == "ties_at_L":
+        b[:] = 0.0
+    elif kind == "parallel":
+        a[: r // 2] = a[0]
+    elif kind == "coincident":
+        a[r // 2 :], b[r // 2 :] = a[0], b[0]
+    elif kind == "real":
+        a, b = rng.normal(size=r), rng.normal(size=r)
+    return b, a
+
+
+@pytest.mark.parametrize("kind", ["ties_at_L", "parallel", "coincident", "real", "ints"])
+def test_envelope_equals_brute_force(kind):
+    rng = np.random.default_rng(hash(kind) % 2**32)
+    for _ in range(40):
+        r = int(rng.integers(1, 31))
+        b, a = _random_lines(rng, r, kind)
+        # Padded to 30 lines with masked ones (offset −inf): one compile, and masks tested.
+        pad = 30 - r
+        env = ENVELOPE(jnp.asarray(np.concatenate([b, np.full(pad, -np.inf)])),
+                       jnp.asarray(np.concatenate([a, np.zeros(pad)])))
+        c = int(env.count)
+        eta, line = np.asarray(env.eta[:c]), np.asarray(env.line[:c])
+        # Brute force: every kink of the max is a pairwise crossing where the maximum
+        # changes slope; find them on the set of all crossings plus a fine grid.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross = (b[None, :] - b[:, None]) / (a[:, None] - a[None, :])
+        cand = np.unique(cross[np.isfinite(cross) & (cross > 0)])
+        top = lambda x: np.max(b[None, :] + np.asarray(x)[:, None] * a[None, :], axis=1)  # noqa: E731
+        right = lambda x: np.max(np.where(  # noqa: E731
+            np.isclose(b[None, :] + np.asarray(x)[:, None] * a[None, :], top(x)[:, None],
+                       atol=1e-12), a[None, :], -np.inf), axis=1)
+        left = lambda x: np.min(np.where(  # noqa: E731
+            np.isclose(b[None, :] + np.asarray(x)[:, None] * a[None, :], top(x)[:, None],
+                       atol=1e-12), a[None, :], np.inf), axis=1)
+        true_kinks = cand[right(cand) > left(cand) + 1e-12] if cand.size else cand
+        np.testing.assert_allclose(eta[1:], true_kinks, rtol=1e-12)
+        assert eta[0] == 0.0
+        # The active line on each segment is the maximum there, and at 0 it is the steepest
+        # of the lines maximal at 0 (the right derivative).
+        ends = np.concatenate([eta, [eta[-1] + 1.0]])
+        mids = 0.5 * (ends[:-1] + ends[1:])
+        np.testing.assert_allclose(b[line] + mids * a[line], top(mids), atol=1e-12)
+        assert a[line[0]] == right(np.zeros(1))[0]
+        grid = np.linspace(0.0, ends[-1] + 3.0, 500)
+        seg = np.searchsorted(eta, grid, side="right") - 1
+        np.testing.assert_allclose(b[line[seg]] + grid * a[line[seg]], top(grid), atol=1e-9)
+
+
+# --- exact line search ---------------------------------------------------------------------
+
+def _phi(eta, b, a, c_reg, h):
+    return c_reg * eta + 0.5 * h * eta**2 + np.sum(np.max(b + eta * a, axis=1))
+
+
+def _brute_line_search(b, a, c_reg, h):
+    """Minimize Φ over η ≥ 0 by enumerating 0, every pairwise crossing, and the stationary
+    point of each quadratic piece between consecutive candidates."""
+    fin = np.isfinite(b)
+    cands = [0.0]
+    for i in range(b.shape[0]):
+        bi, ai = b[i][fin[i]], a[i][fin[i]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = (bi[None, :] - bi[:, None]) / (ai[:, None] - ai[None, :])
+        cands += list(x[np.isfinite(x) & (x > 0)].ravel())
+    cands = np.unique(cands)
+    edges = np.concatenate([cands, [cands[-1] + 1e6]])
+    best = list(cands)
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        mid = 0.5 * (lo + hi)
+        v = np.where(fin, b + mid * a, -np.inf)
+        act = np.argmax(v, axis=1)
+        slope = c_reg + np.sum(a[np.arange(len(a)), act])
+        root = -slope / h
+        if lo <= root <= hi:
+            best.append(root)
+    vals = [_phi(e, np.where(fin, b, -np.inf), a, c_reg, h) for e in best]
+    return best[int(np.argmin(vals))]
+
+
+def _random_multiclass(rng, n, d, K, integer=False):
+    X = rng.integers(-2, 3, size=(n, d)).astype(float) if integer else rng.normal(size=(n, d))
+    y = rng.integers(0, K, size=n)
+    y[:K] = np.arange(K)
+    return X, y
+
+
+def _random_multilabel(rng, n, d, K, integer=False):
+    X = rng.integers(-2, 3, size=(n, d)).astype(float) if integer else rng.normal(size=(n, d))
+    Y = rng.random((n, K)) < 0.3
+    Y[np.arange(n), rng.integers(0, K, n)] = True
+    return X, Y.astype(int)
+
+
+@pytest.mark.parametrize("kind", ["multiclass", "multiclass-slack", "multilabel"])
+@pytest.mark.parametrize("seed", range(8))
+def test_exact_line_search_equals_brute_force(kind, seed):
+    rng = np.random.default_rng(seed)
+    n, d, K = 25, 4, 4
+    if kind == "multilabel":
+        X, y = _random_multilabel(rng, n, d, K)
+        loss = ML()
+    else:
+        X, y = _random_multiclass(rng, n, d, K)
+        D = rng.uniform(0.5, 2.0, size=(K, K)) * (1 - np.eye(K))
+        loss = MC(delta=D, rescaling="slack" if kind.endswith("slack") else "margin")
+    prob = nsjax.Problem(loss, L2(0.05), X, y)
+    W, P = jnp.asarray(rng.normal(size=(d, K))), jnp.asarray(rng.normal(size=(d, K)))
+    S, dS = prob.scores(W), prob.scores(P)
+    b, a = prob.loss.lines(S, dS, prob.y)
+    c_reg, h = prob.reg.line(W, P)
+    c0 = float(c_reg) + float(np.sum(np.max(np.where(
+        np.asarray(b) == np.max(np.asarray(b), 1, keepdims=True), np.asarray(a), -np.inf), 1)))
+    if c0 >= 0:
+        P, dS = -P, -dS  # make it a descent direction
+        b, a = prob.loss.lines(S, dS, prob.y)
+        c_reg, h = prob.reg.line(W, P)
+    res = exact_line_search(b, a, c_reg, h)
+    eta_bf = _brute_line_search(np.asarray(b), np.asarray(a), float(c_reg), float(h))
+    assert float(res.eta) == pytest.approx(eta_bf, rel=1e-10, abs=1e-12)
+    # And Φ from the loss itself agrees at η*: the lines are the loss along the line.
+    eta = float(res.eta)
+    direct = float(prob.value(W + eta * P, S + eta * dS)) - float(prob.reg.value(W))
+    lines_val = _phi(eta, np.asarray(b), np.asarray(a), float(c_reg), float(h))
+    assert direct == pytest.approx(lines_val, rel=1e-10, abs=1e-12)
+
+
+# --- oracles -------------------------------------------------------------------------------
+
+def _vertex_sup(prob, W, P, vertices_per_example):
+    """sup gᵀP over ∂J by enumerating the vertices of each example's subdifferential."""
+    best = -np.inf
+    for choice in itertools.product(*vertices_per_example):
+        u = np.sum(choice, axis=0)
+        g = float(prob.lam) * np.asarray(W) + np.asarray(prob.X.rmv(jnp.asarray(u)))
+        best = max(best, float(np.sum(g * np.asarray(P))))
+    return best
+
+
+@pytest.mark.parametrize("kind", ["multiclass", "multilabel"])
+@pytest.mark.parametrize("seed", range(4))
+def test_oracle_attains_sup_and_is_a_subgradient(kind, seed):
+    rng = np.random.default_rng(seed)
+    n, d, K = 6, 3, 3
+    if kind == "multiclass":
+        X, y = _random_multiclass(rng, n, d, K, integer=True)
+        prob = nsjax.Problem(MC(), L2(0.1), X, y)
+    else:
+        X, y = _random_multilabel(rng, n, d, K, integer=True)
+        prob = nsjax.Problem(ML(), L2(0.1), X, y)
+    # Integer data and weights make ties (several worst labels) frequent.
+    W = jnp.asarray(rng.integers(-1, 2, size=(d, K)).astype(float))
+    P = jnp.asarray(rng.normal(size=(d, K)))
+    S, dS = prob.scores(W), prob.scores(P)
+    u, sup = prob.oracle(W, S, P, dS)
+    # Vertices of ∂R: per example, one-hot choices among its worst labels / pairs.
+    values = np.asarray(prob.loss._values(S, prob.y))
+    verts = []
+    for i in range(n):
+        worst = np.flatnonzero(np.isclose(values[i], values[i].max(), atol=1e-12))
+        opts = []
+        for j in worst:
+            pick = np.zeros_like(values)
+            pick[i, j] = 1.0
+            opts.append(np.asarray(prob.loss._score_grad(S, jnp.asarray(pick)) if kind ==
+                                   "multilabel" else prob.loss._score_grad(S, prob.y,
+                                                                           jnp.asarray(pick))))
+        verts.append(opts)
+    assert float(sup) == pytest.approx(_vertex_sup(prob, W, P, verts), rel=1e-12, abs=1e-12)
+    g = float(prob.lam) * np.asarray(W) + np.asarray(prob.X.rmv(u))
+    J = float(prob.value(W, S))
+    for _ in range(20):
+        V = jnp.asarray(np.asarray(W) + rng.normal(size=(d, K)))
+        assert float(prob.value(V, prob.scores(V))) >= J + float(
+            np.sum(g * (np.asarray(V) - np.asarray(W)))) - 1e-10
+
+
+# --- optima --------------------------------------------------------------------------------
+
+def _cvxpy_multiclass(X, y, lam, K):
+    n, d = X.shape
+    W = cp.Variable((d, K))
+    S = X @ W
+    Y1 = np.eye(K)[y]
+    true = cp.reshape(cp.sum(cp.multiply(S, Y1), axis=1), (n, 1), order="C")
+    risk = cp.sum(cp.max(1 - Y1 + S - true, axis=1)) / n
+    prob = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(W) + risk))
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return prob.value
+
+
+def _cvxpy_multilabel(X, Ymask, lam):
+    n, d = X.shape
+    K = Ymask.shape[1]
+    W = cp.Variable((d, K))
+    S = X @ W
+    terms = []
+    for i in range(n):
+        pos, neg = np.flatnonzero(Ymask[i]), np.flatnonzero(~Ymask[i])
+        cands = [0 * S[i, 0]] + [1 + S[i, zp] - S[i, z] for z in pos for zp in neg]
+        terms.append(cp.max(cp.hstack(cands)))
+    prob = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(W) + sum(terms) / n))
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return prob.value
+
+
+SOLVERS = {
+    "subLBFGS": nsjax.solvers.SubLBFGS(memory=256, scaling=False),
+    "qp-BMRM": nsjax.solvers.BMRM(),
+    "ls-BMRM-exact": nsjax.solvers.BMRM(line_search="exact"),
+}
+
+
+@pytest.mark.parametrize("name", list(SOLVERS))
+@pytest.mark.parametrize("kind", ["multiclass", "multilabel"])
+@pytest.mark.parametrize("seed", range(2))
+def test_solvers_reach_cvxpy_optimum(name, kind, seed):
+    rng = np.random.default_rng(100 + seed)
+    lam = 0.05
+    if kind == "multiclass":
+        X, y = _random_multiclass(rng, 60, 5, 4)
+        J_star = _cvxpy_multiclass(X, y, lam, 4)
+        prob = nsjax.Problem(MC(), L2(lam), X, y)
+    else:
+        X, y = _random_multilabel(rng, 40, 5, 4)
+        J_star = _cvxpy_multilabel(X, y.astype(bool), lam)
+        prob = nsjax.Problem(ML(), L2(lam), X, [list(np.flatnonzero(r)) for r in y])
+    sol = nsjax.solve(prob, SOLVERS[name], max_steps=3000, tol=1e-10)
+    assert abs(float(sol.value) - J_star) <= 1e-6 * J_star
+    assert float(sol.gap) >= float(sol.value) - J_star - 1e-9
+    assert sol.w.shape == (X.shape[1], 4)
+
+
+def test_digits_matches_liblinear_crammer_singer():
+    X, y = nsjax.datasets.digits()
+    n, lam = X.shape[0], 1e-2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        svc = LinearSVC(multi_class="crammer_singer", fit_intercept=False, C=1.0 / (lam * n),
+                        tol=1e-8, max_iter=100_000).fit(X, y)
+    prob = nsjax.Problem(MC(), L2(lam), X, y)
+    W_lib = jnp.asarray(svc.coef_.T)
+    J_lib = float(prob.value(W_lib, prob.scores(W_lib)))
+    sol = nsjax.solve(prob, nsjax.solvers.BMRM(), max_steps=1000, tol=1e-8)
+    assert abs(float(sol.value) - J_lib) <= 1e-5 * J_lib
+    assert float(sol.gap) >= float(sol.value) - J_lib - 1e-9  # LIBLINEAR's J bounds J* above
+
+
+# --- labels and data ----------------------------------------------------------------------
+
+def test_label_formats_agree():
+    rng = np.random.default_rng(0)
+    X, Y = _random_multilabel(rng, 20, 3, 4)
+    import scipy.sparse as sp
+
+    lists = [list(np.flatnonzero(r)) for r in Y]
+    a = nsjax.Problem(ML(), L2(0.1), X, Y)
+    b = nsjax.Problem(ML(), L2(0.1), X, lists)
+    c = nsjax.Problem(ML(), L2(0.1), X, sp.csr_matrix(Y))
+    for other in (b, c):
+        np.testing.assert_array_equal(np.asarray(a.y), np.asarray(other.y))
+    with pytest.raises(ValueError, match="no label"):
+        nsjax.Problem(ML(), L2(0.1), X, np.zeros_like(Y))
+    with pytest.raises(ValueError, match="delta"):
+        nsjax.Problem(MC(delta=np.ones((4, 4))), L2(0.1), X, np.arange(20) % 4)
+    with pytest.raises(ValueError, match="SubBFGS"):
+        nsjax.solve(nsjax.Problem(MC(), L2(0.1), X, np.arange(20) % 4), nsjax.solvers.SubBFGS())
+    mc = nsjax.Problem(MC(), L2(0.1), X, np.array(["b", "a", "c", "a"] * 5))
+    assert mc.classes == ("a", "b", "c") and mc.w_shape == (3, 3)
+
+
+def test_multiclass_datasets():
+    X, y = nsjax.datasets.iris()
+    assert X.shape == (150, 4) and set(np.unique(y)) == {0, 1, 2}
+    np.testing.assert_allclose(X.mean(axis=0), 0, atol=1e-12)
+    Xs, ys = nsjax.datasets.synthetic_sparse(2000, 300, 0.02, n_classes=5, seed=1)
+    assert Xs.shape == (2000, 300) and set(np.unique(ys)) == set(range(5))
+    assert np.bincount(ys).min() >= 100  # no class starved
+    Xm, labels = nsjax.datasets.synthetic_multilabel(400, 30, 6, seed=2)
+    sizes = np.array([len(z) for z in labels])
+    assert sizes.min() == 1 and sizes.max() == 3 and len(set(sizes)) == 3
+    Xm2, labels2 = nsjax.datasets.synthetic_multilabel(400, 30, 6, seed=2)
+    assert labels == labels2 and np.array_equal(Xm, Xm2)
+    Xsp, _ = nsjax.datasets.synthetic_multilabel(100, 50, 4, density=0.1, seed=0)
+    assert Xsp.nnz == round(100 * 50 * 0.1)
