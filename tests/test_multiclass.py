@@ -1,6 +1,7 @@
 """Multiclass / multilabel hinge: envelope (Alg. 4), exact line search (Alg. 5), oracles
 (eqs. 41, 53) and optima, against brute force, cvxpy and LIBLINEAR's Crammer–Singer."""
 
+import functools
 import itertools
 import warnings
 
@@ -36,6 +37,17 @@ def _random_lines(rng, r, kind):
     return b, a
 
 
+def _top(b, a, x):
+    return np.max(b[None, :] + np.asarray(x)[:, None] * a[None, :], axis=1)
+
+
+def _side_slope(b, a, pick, fill, x):
+    """max (right derivative) or min (left) slope among the lines maximal at each x."""
+    vals = b[None, :] + np.asarray(x)[:, None] * a[None, :]
+    active = np.isclose(vals, _top(b, a, x)[:, None], atol=1e-12)
+    return pick(np.where(active, a[None, :], fill), axis=1)
+
+
 @pytest.mark.parametrize("kind", ["ties_at_L", "parallel", "coincident", "real", "ints"])
 def test_envelope_equals_brute_force(kind):
     rng = np.random.default_rng(hash(kind) % 2**32)
@@ -53,13 +65,9 @@ def test_envelope_equals_brute_force(kind):
         with np.errstate(divide="ignore", invalid="ignore"):
             cross = (b[None, :] - b[:, None]) / (a[:, None] - a[None, :])
         cand = np.unique(cross[np.isfinite(cross) & (cross > 0)])
-        top = lambda x: np.max(b[None, :] + np.asarray(x)[:, None] * a[None, :], axis=1)  # noqa: E731
-        right = lambda x: np.max(np.where(  # noqa: E731
-            np.isclose(b[None, :] + np.asarray(x)[:, None] * a[None, :], top(x)[:, None],
-                       atol=1e-12), a[None, :], -np.inf), axis=1)
-        left = lambda x: np.min(np.where(  # noqa: E731
-            np.isclose(b[None, :] + np.asarray(x)[:, None] * a[None, :], top(x)[:, None],
-                       atol=1e-12), a[None, :], np.inf), axis=1)
+        top = functools.partial(_top, b, a)
+        right = functools.partial(_side_slope, b, a, np.max, -np.inf)
+        left = functools.partial(_side_slope, b, a, np.min, np.inf)
         true_kinks = cand[right(cand) > left(cand) + 1e-12] if cand.size else cand
         np.testing.assert_allclose(eta[1:], true_kinks, rtol=1e-12)
         assert eta[0] == 0.0
