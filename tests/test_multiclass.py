@@ -318,3 +318,19 @@ def test_multiclass_datasets():
     assert labels == labels2 and np.array_equal(Xm, Xm2)
     Xsp, _ = nsjax.datasets.synthetic_multilabel(100, 50, 4, density=0.1, seed=0)
     assert Xsp.nnz == round(100 * 50 * 0.1)
+
+
+def test_multiclass_sweep_and_float32():
+    rng = np.random.default_rng(7)
+    X, y = _random_multiclass(rng, 40, 4, 3)
+    prob = nsjax.Problem(MC(), L2(0.1), X, y)
+    solver = nsjax.solvers.BMRM()
+    sols = nsjax.sweep(prob, [0.1, 0.01], solver, max_steps=300, tol=1e-9)
+    for i, lam in enumerate([0.1, 0.01]):
+        one = nsjax.solve(prob.with_lam(lam), solver, max_steps=300, tol=1e-9)
+        slack = float(one.gap) + float(sols.gap[i]) + 1e-12
+        assert abs(float(sols.value[i]) - float(one.value)) <= slack <= 1e-8
+    p32 = nsjax.Problem(MC(), L2(0.1), X, y, dtype=np.float32)
+    s32 = nsjax.solve(p32, nsjax.solvers.SubLBFGS(), max_steps=200, tol=1e-4)
+    assert s32.w.dtype == jnp.float32 and s32.w.shape == (4, 3)
+    assert abs(float(s32.value) - float(sols.value[0])) <= 1e-3 * float(sols.value[0])
