@@ -153,3 +153,19 @@ def test_design_matrix_products_agree():
                                    np.asarray(X.multiply(X).sum(1)).ravel(), rtol=1e-12)
     D32 = nsjax.DesignMatrix.from_any(X, np.float32)
     assert D32.mv(jnp.asarray(w, jnp.float32)).dtype == jnp.float32
+
+
+def test_band_certificate_is_a_lower_bound_and_tight_near_the_optimum():
+    from nsjax.solvers.certificate import hinge_dual_certificate
+
+    X, y, lam = random_binary(6, 80, 6)
+    J_star, w_star = cvxpy_optimum(X, y, lam)
+    prob = nsjax.Problem(HINGE, L2(lam), X, y)
+    rng = np.random.default_rng(1)
+    for scale in (1.0, 1e-2, 1e-5, 0.0):
+        w = jnp.asarray(w_star + scale * rng.normal(size=6))
+        D, products = hinge_dual_certificate(prob, w, prob.scores(w))
+        assert float(D) <= J_star + 1e-10
+        assert int(products) >= 4 * 3
+    # At (cvxpy's) optimum the band fit recovers the dual optimum to cvxpy's accuracy.
+    assert J_star - float(D) <= 1e-7

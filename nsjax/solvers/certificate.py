@@ -22,16 +22,22 @@ CGLS_ITERATIONS = 50
 
 
 def hinge_dual_certificate(problem, w, S, iterations=CGLS_ITERATIONS):
-    """The best D(β) over the band widths: a lower bound on min J (paper 000, eq. 21)."""
+    """The best D(β) over the band widths: a lower bound on min J (paper 000, eq. 21).
+
+    Returns (D, number of products with X or Xᵀ spent).
+    """
     best = jnp.asarray(-jnp.inf, S.dtype)
+    products = jnp.zeros((), jnp.int32)
     for delta in BAND_WIDTHS:
-        u = _band_dual_point(problem, w, S, delta, iterations)
+        u, steps = _band_dual_point(problem, w, S, delta, iterations)
         best = jnp.maximum(best, problem.dual_value(w, S, u, problem.X.rmv(u)))
-    return best
+        products = products + 2 * steps + 3
+    return best, products
 
 
 def _band_dual_point(problem, w, S, delta, iterations):
-    """Score-space dual point u = −β∘y/n with β fitted by CGLS on the band |margin| ≤ δ."""
+    """Score-space dual point u = −β∘y/n with β fitted by CGLS on the band |margin| ≤ δ,
+    and the number of CGLS iterations taken."""
     X, y, lam = problem.X, problem.y, problem.lam
     n = S.shape[0]
     margin = 1.0 - y * S
@@ -68,7 +74,7 @@ def _band_dual_point(problem, w, S, delta, iterations):
         return (c[5] < iterations) & (c[4] > floor)
 
     init = (z, target - A(z), s, s, gamma0, jnp.zeros((), jnp.int32))
-    z = jax.lax.while_loop(running, cgls, init)[0]
-    z = jnp.where(jnp.isfinite(z), z, 0.5)
+    out = jax.lax.while_loop(running, cgls, init)
+    z = jnp.where(jnp.isfinite(out[0]), out[0], 0.5)
     beta = fixed + jnp.where(free, jnp.clip(z, 0.0, 1.0), 0.0)
-    return -beta * y / n
+    return -beta * y / n, out[5]
