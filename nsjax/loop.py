@@ -32,12 +32,15 @@ def _run(problem, w0, tol, solver, max_steps):
     def body(carry):
         state, history, _, _, t = carry
         new = solver.step(problem, state)
-        finite = jnp.isfinite(new.value) & jnp.all(jnp.isfinite(new.w))
+        # What the history records: J and the gap at the new iterate (for the bundle
+        # methods, the current iterate rather than the best one).
+        value, gap = solver.record(new) if hasattr(solver, "record") else (new.value, new.gap)
+        finite = (jnp.isfinite(new.value) & jnp.isfinite(value)
+                  & jnp.all(jnp.isfinite(new.w)))
         new = jax.tree_util.tree_map(lambda a, b: jnp.where(finite, a, b), new, state)
         done, result = solver.terminate(problem, new, tol)
         result = jnp.where(finite, result, RESULTS.nonfinite).astype(jnp.int32)
         done = done | ~finite
-        value, gap = solver.record(new) if hasattr(solver, "record") else (new.value, new.gap)
         history = History(history.value.at[t].set(jnp.where(finite, value, jnp.nan)),
                           history.gap.at[t].set(jnp.where(finite, gap, jnp.nan)))
         return new, history, done, result, t + 1
