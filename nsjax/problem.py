@@ -198,30 +198,11 @@ def _check_X(X):
         )
 
 
-def _encode_binary(y, n, dtype):
+def _check_labels(y, n):
+    """y as a 1-D array of n finite labels, its sorted classes and each label's class index."""
     y = np.asarray(y)
     if y.ndim != 1:
-        raise ValueError(f"y must be 1-D with shape (n,); got shape {y.shape}.")
-    if y.shape[0] != n:
-        raise ValueError(
-            f"X has {n} rows but y has {y.shape[0]} entries; they must have the same length."
-        )
-    if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or inf; every example needs a finite label.")
-    classes = np.unique(y)
-    if classes.size != 2:
-        raise ValueError(
-            f"a binary loss needs exactly two classes in y; found {classes.size} "
-            f"({classes[:10].tolist()}{' ...' if classes.size > 10 else ''})."
-        )
-    signs = np.where(y == classes[1], 1.0, -1.0)
-    return jnp.asarray(signs, dtype), tuple(classes.tolist())
-
-
-def _encode_multiclass(y, n):
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D class labels with shape (n,); got shape {y.shape}.")
+        raise ValueError(f"y must be 1-D labels with shape (n,); got shape {y.shape}.")
     if y.shape[0] != n:
         raise ValueError(
             f"X has {n} rows but y has {y.shape[0]} entries; they must have the same length."
@@ -229,6 +210,21 @@ def _encode_multiclass(y, n):
     if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y)):
         raise ValueError("y contains NaN or inf; every example needs a finite label.")
     classes, index = np.unique(y, return_inverse=True)
+    return classes, index
+
+
+def _encode_binary(y, n, dtype):
+    classes, index = _check_labels(y, n)
+    if classes.size != 2:
+        raise ValueError(
+            f"a binary loss needs exactly two classes in y; found {classes.size} "
+            f"({classes[:10].tolist()}{' ...' if classes.size > 10 else ''})."
+        )
+    return jnp.asarray(np.where(index == 1, 1.0, -1.0), dtype), tuple(classes.tolist())
+
+
+def _encode_multiclass(y, n):
+    classes, index = _check_labels(y, n)
     if classes.size < 2:
         raise ValueError(f"a multiclass loss needs at least two classes in y; found {classes}.")
     return jnp.asarray(index, jnp.int32), tuple(classes.tolist())
