@@ -122,15 +122,6 @@ class DesignMatrix:
             self.vals * self.vals, self.rows, num_segments=self.shape[0], indices_are_sorted=True
         )
 
-    def astype(self, dtype) -> DesignMatrix:
-        """The same matrix with values cast to ``dtype``."""
-        if not self.is_sparse:
-            return DesignMatrix.from_any(self.dense, dtype)
-        return DesignMatrix(
-            None, self.rows, self.cols, self.vals.astype(dtype),
-            self.t_rows, self.t_cols, self.t_vals.astype(dtype), self.shape,
-        )
-
 
 def _scale(vals: jax.Array, x: jax.Array) -> jax.Array:
     """vals[i] * x[i] for x of shape (nnz,) or (nnz, K)."""
