@@ -105,12 +105,8 @@ import argparse
 import dataclasses
 import json
 import math
-import os
-import platform
-import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -119,24 +115,40 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import scipy.sparse as sp
-import sklearn
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 import nsjax
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402  (the script's folder is on sys.path only from here)
+    HERE,
+    PLOT_FLOOR,
+    TARGETS,
+    Method,
+    compile_time,
+    first_hit,
+    fmt_time,
+    jsonable,
+    machine,
+    plot_target_marks,
+    rel_subopt,
+    run_method,
+    save_figure,
+    style_axes,
+    subplots,
+    time_to_step,
+    timed_fit,
+    timed_solve,
+)
+
 jax.config.update("jax_enable_x64", True)
 
-TARGETS = (1e-2, 1e-3)
 LAMS = (1e-4, 1e-5, 1e-6)
 LIBLINEAR_TOL = 1e-10
 STOP_TOL = 1e-6  # nsjax: stop once the certified gap <= STOP_TOL * max(1, |J|)
 CERT_TARGET = 1e-3  # the certified-gap target of the second table (absolute)
 OPTAX_WARMUP_STEPS = 3
-LIBLINEAR_REPEAT_BELOW = 0.1  # s: fits shorter than this are repeated, best of 3
 QP_MAX_NNZ = 200_000
-PLOT_FLOOR = 1e-12
-HERE = Path(__file__).resolve().parent
 SUB = "nsjax SubLBFGS"
 QP_BMRM = "qp-BMRM"
 OCAS = "ls-BMRM exact (OCAS-like)"
@@ -182,10 +194,6 @@ def objective(w: np.ndarray, X: Any, y: np.ndarray, lam: float) -> float:
     """J(w) in float64 numpy; X dense or scipy.sparse, y in {-1, +1}."""
     margins = 1.0 - y * np.asarray(X @ w).ravel()
     return float(0.5 * lam * (w @ w) + np.mean(np.maximum(0.0, margins)))
-
-
-def rel_subopt(value: float | np.ndarray, j_star: float) -> Any:
-    return (np.asarray(value, dtype=float) - j_star) / j_star
 
 
 @jax.custom_vjp
@@ -255,15 +263,7 @@ def liblinear_fit(X: Any, y: np.ndarray, lam: float, max_iter: int) -> dict:
     n = X.shape[0]
     clf = LinearSVC(loss="hinge", dual=True, fit_intercept=False, C=1.0 / (lam * n),
                     tol=LIBLINEAR_TOL, max_iter=int(max_iter), random_state=0)
-    elapsed = math.inf
-    for _ in range(3):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            t0 = time.perf_counter()
-            clf.fit(X, y)
-            elapsed = min(elapsed, time.perf_counter() - t0)
-        if elapsed >= LIBLINEAR_REPEAT_BELOW:
-            break
+    elapsed = timed_fit(clf, X, y)
     n_iter = int(np.max(clf.n_iter_))
     return {"max_iter": int(max_iter), "time_s": elapsed, "n_iter": n_iter,
             "value": objective(clf.coef_.ravel().astype(float), X, y, lam),
@@ -315,16 +315,6 @@ def liblinear_time_to(X: Any, y: np.ndarray, lam: float, lib: dict, j_star: floa
 # ----------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Method:
-    """An nsjax solver as benchmarked."""
-
-    name: str
-    solver: Any
-    max_steps: int
-    best_iterate: bool  # solve() returns the best iterate so far (BMRM), not the last one
-
-
 def nsjax_methods(caps: Caps) -> list[Method]:
     s = nsjax.solvers
     return [
@@ -335,105 +325,10 @@ def nsjax_methods(caps: Caps) -> list[Method]:
     ]
 
 
-def _timed_solve(prob: nsjax.Problem, solver: Any, max_steps: int, tol: float):
-    t0 = time.perf_counter()
-    sol = nsjax.solve(prob, solver, max_steps=max_steps, tol=tol)
-    jax.block_until_ready((sol.w, sol.history))
-    return time.perf_counter() - t0, sol
-
-
-def _compile_time(prob: nsjax.Problem, solver: Any, max_steps: int) -> float:
-    """First call minus the identical compiled call; tol=1e30 stops the run at step 0 and,
-    tol being traced, compiles the very program the real runs use."""
-    first, _ = _timed_solve(prob, solver, max_steps, 1e30)
-    again, _ = _timed_solve(prob, solver, max_steps, 1e30)
-    return max(first - again, 0.0)
-
-
-def run_method(prob: nsjax.Problem, m: Method) -> dict:
-    """Compile, then the first (full) run: max_steps = m.max_steps, tol = STOP_TOL."""
-    compile_s = _compile_time(prob, m.solver, m.max_steps)
-    wall, sol = _timed_solve(prob, m.solver, m.max_steps, STOP_TOL)
-    steps = int(sol.num_steps)
-    values = np.asarray(sol.history.value, dtype=float)[:steps]
-    gaps = np.asarray(sol.history.gap, dtype=float)[:steps]
-    if m.best_iterate:
-        w0 = jnp.zeros(prob.w_shape, prob.dtype)
-        j0 = float(prob.value(w0, prob.scores(w0)))
-        returned = np.fmin.accumulate(np.concatenate([[j0], values]))[1:]
-    else:
-        returned = values
-    return {
-        "compile_s": compile_s, "wall_s": wall, "num_steps": steps, "max_steps": m.max_steps,
-        "result": nsjax.RESULTS(int(sol.result)).name,
-        "final_value": float(sol.value), "final_gap": float(sol.gap),
-        "lower_bound": float(sol.value - sol.gap),
-        "values": returned.tolist(), "iterate_values": values.tolist(), "gaps": gaps.tolist(),
-        "times": (wall * np.arange(1, steps + 1) / max(steps, 1)).tolist(),
-        "stats": {k: int(v) for k, v in sol.stats.items()},
-        "method": m, "prob": prob, "w": sol.w,
-    }
-
-
-def _stop_tol_at(gap: float, value: float) -> float:
-    """The smallest tol with gap <= tol * max(1, |value|) in float64, as `terminate` tests."""
-    scale = max(1.0, abs(value))
-    tol = gap / scale
-    while tol * scale < gap:
-        tol = float(np.nextafter(tol, np.inf))
-    return tol
-
-
-def _measure_steps(res: dict, k: int, estimate: float, caps: Caps) -> dict:
-    """Time k steps of the first run's compiled program (see the module docstring)."""
-    m, prob = res["method"], res["prob"]
-    reps = 3 if estimate < caps.repeat_below else 1
-    gap, value = res["gaps"][k - 1], res["values"][k - 1]
-    if math.isfinite(gap):
-        tol = _stop_tol_at(gap, value)
-        walls: list[float] = []
-        for _ in range(reps):
-            wall, sol = _timed_solve(prob, m.solver, m.max_steps, tol)
-            if int(sol.num_steps) != k:
-                break
-            walls.append(wall)
-        else:
-            return {"time_s": min(walls), "measured": True, "how": "tol stop after step k",
-                    "tol": tol, "repeats": reps, "value_at_k": float(sol.value),
-                    "steps_taken": k}
-    # The gap was flat before step k (or not finite): compile solve(max_steps=k) instead.
-    compile_s = _compile_time(prob, m.solver, k)
-    walls = []
-    for _ in range(reps):
-        wall, sol = _timed_solve(prob, m.solver, k, STOP_TOL)
-        walls.append(wall)
-    return {"time_s": min(walls), "measured": True, "how": "solve(max_steps=k)",
-            "compile_s": compile_s, "repeats": reps, "value_at_k": float(sol.value),
-            "steps_taken": int(sol.num_steps)}
-
-
-def time_to_step(res: dict, k: int, caps: Caps) -> dict:
-    """Time to run the first k steps: measured, or the proportional estimate (see Caps)."""
-    estimate = res["wall_s"] * k / res["num_steps"]
-    out: dict[str, Any] = {"steps": k, "estimate_s": estimate, "time_s": estimate,
-                           "measured": False, "value_in_full_run": res["values"][k - 1],
-                           "gap_in_full_run": res["gaps"][k - 1]}
-    if not caps.nsjax_direct:
-        return out
-    if estimate > caps.rerun_budget_s:
-        out["skipped"] = "budget"
-        return out
-    cache = res.setdefault("measured_steps", {})  # targets met at the same step share a run
-    if k not in cache:
-        cache[k] = _measure_steps(res, k, estimate, caps)
-    out.update(cache[k])
-    return out
-
-
 def nsjax_time_to(res: dict, j_star: float, target: float, caps: Caps) -> dict | None:
     """Time to relative suboptimality <= target of the value solve() returns."""
-    hits = np.flatnonzero(rel_subopt(np.asarray(res["values"]), j_star) <= target)
-    return time_to_step(res, int(hits[0]) + 1, caps) if hits.size else None
+    k = first_hit(res["values"], j_star, target)
+    return None if k is None else time_to_step(res, k, caps, STOP_TOL, True)
 
 
 def nsjax_certified_to(res: dict, caps: Caps) -> dict | None:
@@ -443,7 +338,7 @@ def nsjax_certified_to(res: dict, caps: Caps) -> dict | None:
     if not hits.size:
         return None
     k = int(hits[0]) + 1
-    out = time_to_step(res, k, caps)
+    out = time_to_step(res, k, caps, STOP_TOL, True)
     out.update(gap=float(gaps[k - 1]), rel_gap=float(gaps[k - 1] / res["values"][k - 1]))
     return out
 
@@ -461,8 +356,8 @@ def sublbfgs_certified_gap(res: dict, caps: Caps) -> dict:
     m, prob = res["method"], res["prob"]
     normal = dataclasses.replace(m.solver, certify=True)
     if res["wall_s"] <= caps.rerun_budget_s:
-        compile_s = _compile_time(prob, normal, m.max_steps)
-        wall, sol = _timed_solve(prob, normal, m.max_steps, STOP_TOL)
+        compile_s = compile_time(prob, normal, m.max_steps)
+        wall, sol = timed_solve(prob, normal, m.max_steps, STOP_TOL)
         return {"how": "normal run (certify=True)", "gap": float(sol.gap),
                 "value": float(sol.value), "lower_bound": float(sol.value - sol.gap),
                 "wall_s": wall, "compile_s": compile_s, "num_steps": int(sol.num_steps),
@@ -565,33 +460,6 @@ def curve_time_to(times: list[float], values: list[float], j_star: float,
 # ----------------------------------------------------------------------------------------
 
 
-def machine() -> dict:
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")),
-                       cpu)
-    except OSError:
-        pass
-    def git(*args: str) -> str | None:
-        try:
-            return subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True,
-                                  timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return None
-
-    commit = git("rev-parse", "HEAD") or None
-    dirty = git("status", "--porcelain", "--", "../nsjax")
-    return {
-        "platform.processor": platform.processor(), "cpu_model": cpu,
-        "platform": platform.platform(), "os.cpu_count": os.cpu_count(),
-        "jax.devices": [str(d) for d in jax.devices()], "jax": jax.__version__,
-        "numpy": np.__version__, "scikit-learn": sklearn.__version__,
-        "optax": optax.__version__, "nsjax": nsjax.__version__, "python": sys.version.split()[0],
-        "git_commit": commit, "nsjax_uncommitted_changes": dirty.splitlines() if dirty else [],
-    }
-
-
 def datasets(caps: Caps) -> dict[str, tuple[Any, np.ndarray]]:
     n, d = caps.sparse_shape
     return {
@@ -624,7 +492,7 @@ def bench_one(X: Any, y: np.ndarray, lam: float, caps: Caps,
         if m.name in over_budget:
             runs[m.name] = None
             continue
-        res = run_method(prob, m)
+        res = run_method(prob, m, STOP_TOL)
         runs[m.name] = res
         if res["wall_s"] > caps.first_run_budget_s:
             over_budget[m.name] = (f"skipped (budget): first run at lam={lam:.0e} took "
@@ -716,15 +584,6 @@ def bench_one(X: Any, y: np.ndarray, lam: float, caps: Caps,
     }
 
 
-def _fmt_time(entry: dict | None) -> str:
-    if entry is None:
-        return "not reached"
-    if entry.get("skipped"):
-        return f"~{entry['time_s']:.3g} s (b)"
-    mark = "" if entry.get("measured", True) else "~"
-    return f"{mark}{entry['time_s']:.3g} s"
-
-
 def _fmt(x: float | None, spec: str) -> str:
     return "n/a" if x is None else format(x, spec)
 
@@ -742,8 +601,8 @@ def print_table(results: dict) -> list[str]:
                     lines.append(row + m["skipped"])
                     continue
                 lines.append(
-                    row + f"{_fmt_time(m['time_to']['0.01']):>13s} "
-                    f"{_fmt_time(m['time_to']['0.001']):>13s} {m['compile_s']:7.2f}s "
+                    row + f"{fmt_time(m['time_to']['0.01']):>13s} "
+                    f"{fmt_time(m['time_to']['0.001']):>13s} {m['compile_s']:7.2f}s "
                     f"{m['final_rel_subopt']:10.2e} {m['iterations']:7d}")
             lines.append(
                 f"{'':36s} {'':6s} J* = {res['j_star']:.12g} set by {res['j_star_set_by']}; "
@@ -794,7 +653,7 @@ def print_certified_table(results: dict) -> list[str]:
                 mark = "*" if name == SUB else ""
                 lines.append(
                     row + f"{(str(c['steps']) if c else 'not reached'):>7s} "
-                    f"{(_fmt_time(c) if c else ''):>13s} "
+                    f"{(fmt_time(c) if c else ''):>13s} "
                     f"{(_fmt(c['rel_gap'], '.1e') if c else ''):>11s} "
                     f"{_fmt(gap, '.2e') + mark:>10s} {_fmt(rel, '.1e'):>11s} "
                     f"{m['result']:>18s}")
@@ -807,14 +666,7 @@ def print_certified_table(results: dict) -> list[str]:
 
 
 def plot(results: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = len(results)
-    fig, axes = plt.subplots(rows, len(LAMS), figsize=(5 * len(LAMS), 4 * rows),
-                             squeeze=False)
+    plt, fig, axes = subplots(results, len(LAMS))
     for r, (ds, per_lam) in enumerate(results.items()):
         for c, res in enumerate(per_lam):
             ax = axes[r][c]
@@ -828,37 +680,19 @@ def plot(results: dict, path: Path) -> None:
                 ok = np.isfinite(v) & (t > 0)
                 ax.plot(t[ok], v[ok], color=color, marker=marker, ms=3, label=name)
                 if name in SHORT:
-                    for key, entry in m["time_to"].items():
-                        if entry and entry.get("measured"):
-                            ax.plot(entry["time_s"], float(key), "x", color=color, ms=8)
+                    plot_target_marks(ax, m, color)
             for target in TARGETS:
                 ax.axhline(target, color="gray", lw=0.8, ls=":")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_title(f"{ds}\nlam = {res['lam']:.0e}", fontsize=9)
-            ax.set_xlabel("time (s)")
-            if c == 0:
-                ax.set_ylabel("(J - J*) / J*")
-            ax.grid(True, which="major", alpha=0.3)
+            style_axes(ax, ds, res["lam"], c == 0, "time (s)", "(J - J*) / J*")
     axes[0][0].legend(fontsize=8)
-    fig.suptitle("Hinge-loss SVM: relative suboptimality vs wall time (nsjax lines: compiled "
-                 "run, step k at k/N of its wall time; x: measured nsjax time to target)",
-                 fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(plt, fig, "Hinge-loss SVM: relative suboptimality vs wall time (nsjax lines: "
+                "compiled run, step k at k/N of its wall time; x: measured nsjax time to "
+                "target)", path)
 
 
 def plot_gaps(results: dict, path: Path) -> None:
     """Certified gap vs iteration for the nsjax methods (paper 001, Fig. 2 style)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = len(results)
-    fig, axes = plt.subplots(rows, len(LAMS), figsize=(5 * len(LAMS), 4 * rows),
-                             squeeze=False)
+    plt, fig, axes = subplots(results, len(LAMS))
     for r, (ds, per_lam) in enumerate(results.items()):
         for c, res in enumerate(per_lam):
             ax = axes[r][c]
@@ -871,33 +705,10 @@ def plot_gaps(results: dict, path: Path) -> None:
                 ok = np.isfinite(g) & (g > 0)
                 ax.plot(t[ok], g[ok], color=COLORS[name], label=name)
             ax.axhline(CERT_TARGET, color="gray", lw=0.8, ls=":")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_title(f"{ds}\nlam = {res['lam']:.0e}", fontsize=9)
-            ax.set_xlabel("iteration t")
-            if c == 0:
-                ax.set_ylabel("certified gap eps_t")
-            ax.grid(True, which="major", alpha=0.3)
+            style_axes(ax, ds, res["lam"], c == 0, "iteration t", "certified gap eps_t")
     axes[0][0].legend(fontsize=8)
-    fig.suptitle("Hinge-loss SVM: certified duality gap vs iteration (subLBFGS: in-loop gap "
-                 "from direction finding, certify=False)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()
-                if k not in ("prob", "solver", "method", "w")}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.floating, float)):
-        f = float(obj)
-        return f if math.isfinite(f) else None
-    if isinstance(obj, (np.integer, np.bool_)):
-        return obj.item()
-    return obj
+    save_figure(plt, fig, "Hinge-loss SVM: certified duality gap vs iteration (subLBFGS: "
+                "in-loop gap from direction finding, certify=False)", path)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -918,7 +729,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
 
     start = time.perf_counter()
-    host = machine()  # at the start: the commit that is measured
+    host = machine({"optax": optax.__version__})  # at the start: the commit that is measured
     results: dict[str, list[dict]] = {}
     for ds, (X, y) in datasets(caps).items():
         results[ds] = []
@@ -963,7 +774,7 @@ def main(argv: list[str] | None = None) -> None:
         "table": lines, "notes": notes, "results": results,
     }
     json_path = args.out / f"binary_hinge{suffix}.json"
-    json_path.write_text(json.dumps(_jsonable(payload), indent=1))
+    json_path.write_text(json.dumps(jsonable(payload, ("prob", "solver", "method", "w")), indent=1))
     plot(results, png)
     plot_gaps(results, gap_png)
     print(f"\nwrote {json_path}, {png} and {gap_png} "

@@ -79,35 +79,45 @@ import argparse
 import dataclasses
 import json
 import math
-import os
-import platform
-import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import sklearn
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 import nsjax
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402  (the script's folder is on sys.path only from here)
+    HERE,
+    PLOT_FLOOR,
+    TARGETS,
+    Method,
+    first_hit,
+    fmt_time,
+    jsonable,
+    machine,
+    plot_target_marks,
+    rel_subopt,
+    run_method,
+    save_figure,
+    style_axes,
+    subplots,
+    time_to_step,
+    timed_fit,
+)
+
 jax.config.update("jax_enable_x64", True)
 
-TARGETS = (1e-2, 1e-3)
 LAMS = (1e-3, 1e-5)
 LIBLINEAR_TOL = 1e-10  # the tightest fit of the tol ladder
 LIBLINEAR_MAX_ITER = 100_000  # what LIBLINEAR's Crammer-Singer solver uses whatever is passed
 STOP_TOL = 1e-9  # nsjax runs stop once the certified gap <= STOP_TOL * max(1, |J|)
 IDENTITY_TOL = 1e-9  # LIBLINEAR's primal * lam vs nsjax's J, relative
-LIBLINEAR_REPEAT_BELOW = 0.1  # s: fits shorter than this are repeated, best of 3
-PLOT_FLOOR = 1e-12
-HERE = Path(__file__).resolve().parent
 SUB = "nsjax SubLBFGS"
 QP_BMRM = "qp-BMRM"
 OCAS = "ls-BMRM exact (OCAS-like)"
@@ -166,10 +176,6 @@ def problems(caps: Caps) -> list[Problem]:
     return out
 
 
-def rel_subopt(value: float | np.ndarray, j_star: float) -> Any:
-    return (np.asarray(value, dtype=float) - j_star) / j_star
-
-
 # ----------------------------------------------------------------------------------------
 # LIBLINEAR Crammer-Singer
 # ----------------------------------------------------------------------------------------
@@ -194,15 +200,7 @@ def liblinear_fit(X: np.ndarray, y: np.ndarray, yi: np.ndarray, lam: float,
     n = X.shape[0]
     clf = LinearSVC(multi_class="crammer_singer", fit_intercept=False, C=1.0 / (lam * n),
                     tol=tol, max_iter=LIBLINEAR_MAX_ITER, random_state=0)
-    elapsed = math.inf
-    for _ in range(3):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            t0 = time.perf_counter()
-            clf.fit(X, y)
-            elapsed = min(elapsed, time.perf_counter() - t0)
-        if elapsed >= LIBLINEAR_REPEAT_BELOW:
-            break
+    elapsed = timed_fit(clf, X, y)
     n_iter = int(np.max(clf.n_iter_))
     W = clf.coef_.T.astype(float)
     return {"tol": float(tol), "time_s": elapsed, "n_iter": n_iter,
@@ -273,16 +271,6 @@ def identity_check(prob: nsjax.Problem, X: np.ndarray, yi: np.ndarray, lam: floa
 # ----------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Method:
-    """An nsjax solver as benchmarked."""
-
-    name: str
-    solver: Any
-    max_steps: int
-    best_iterate: bool  # solve() returns the best iterate so far (BMRM), not the last one
-
-
 SOLVERS = {SUB: nsjax.solvers.SubLBFGS(memory=15, certify=False),
            QP_BMRM: nsjax.solvers.BMRM(), OCAS: nsjax.solvers.BMRM(line_search="exact")}
 
@@ -291,131 +279,14 @@ def nsjax_methods(p: Problem) -> list[Method]:
     return [Method(name, solver, p.steps[name], name != SUB) for name, solver in SOLVERS.items()]
 
 
-def _timed_solve(prob: nsjax.Problem, solver: Any, max_steps: int, tol: float):
-    t0 = time.perf_counter()
-    sol = nsjax.solve(prob, solver, max_steps=max_steps, tol=tol)
-    jax.block_until_ready((sol.w, sol.history))
-    return time.perf_counter() - t0, sol
-
-
-def _compile_time(prob: nsjax.Problem, solver: Any, max_steps: int) -> float:
-    """First call minus the identical compiled call (tol=1e30: the run stops at step 0)."""
-    first, _ = _timed_solve(prob, solver, max_steps, 1e30)
-    again, _ = _timed_solve(prob, solver, max_steps, 1e30)
-    return max(first - again, 0.0)
-
-
-def _returned_values(prob: nsjax.Problem, sol: Any, best_iterate: bool) -> np.ndarray:
-    """J of what solve(max_steps=k) returns, k = 1..num_steps."""
-    values = np.asarray(sol.history.value, dtype=float)[: int(sol.num_steps)]
-    if not best_iterate:
-        return values
-    w0 = jnp.zeros(prob.w_shape, prob.dtype)
-    j0 = float(prob.value(w0, prob.scores(w0)))
-    return np.fmin.accumulate(np.concatenate([[j0], values]))[1:]
-
-
-def run_method(prob: nsjax.Problem, m: Method) -> dict:
-    compile_s = _compile_time(prob, m.solver, m.max_steps)
-    wall, sol = _timed_solve(prob, m.solver, m.max_steps, STOP_TOL)
-    steps = int(sol.num_steps)
-    gaps = np.asarray(sol.history.gap, dtype=float)[:steps]
-    return {
-        "compile_s": compile_s, "wall_s": wall, "num_steps": steps, "max_steps": m.max_steps,
-        "result": nsjax.RESULTS(int(sol.result)).name,
-        "final_value": float(sol.value), "final_gap": float(sol.gap),
-        "lower_bound": float(sol.value - sol.gap),
-        "values": _returned_values(prob, sol, m.best_iterate).tolist(), "gaps": gaps.tolist(),
-        "times": (wall * np.arange(1, steps + 1) / max(steps, 1)).tolist(),
-        "stats": {k: int(v) for k, v in sol.stats.items()},
-        "method": m, "prob": prob,
-    }
-
-
-def _stop_tol_at(gap: float, value: float) -> float:
-    """The smallest tol with gap <= tol * max(1, |value|) in float64, as `terminate` tests."""
-    scale = max(1.0, abs(value))
-    tol = gap / scale
-    while tol * scale < gap:
-        tol = float(np.nextafter(tol, np.inf))
-    return tol
-
-
-def _measure_steps(res: dict, k: int, estimate: float, caps: Caps) -> dict:
-    m, prob = res["method"], res["prob"]
-    reps = 3 if estimate < caps.repeat_below else 1
-    gap, value = res["gaps"][k - 1], res["values"][k - 1]
-    if math.isfinite(gap):
-        tol = _stop_tol_at(gap, value)
-        walls: list[float] = []
-        for _ in range(reps):
-            wall, sol = _timed_solve(prob, m.solver, m.max_steps, tol)
-            if int(sol.num_steps) != k:
-                break
-            walls.append(wall)
-        else:
-            return {"time_s": min(walls), "measured": True, "how": "tol stop after step k",
-                    "tol": tol, "repeats": reps, "value_at_k": float(sol.value)}
-    compile_s = _compile_time(prob, m.solver, k)
-    walls = []
-    for _ in range(reps):
-        wall, sol = _timed_solve(prob, m.solver, k, STOP_TOL)
-        walls.append(wall)
-    return {"time_s": min(walls), "measured": True, "how": "solve(max_steps=k)",
-            "compile_s": compile_s, "repeats": reps, "value_at_k": float(sol.value)}
-
-
 def nsjax_time_to(res: dict, j_star: float, target: float, caps: Caps) -> dict | None:
-    hits = np.flatnonzero(rel_subopt(np.asarray(res["values"]), j_star) <= target)
-    if not hits.size:
-        return None
-    k = int(hits[0]) + 1
-    estimate = res["wall_s"] * k / res["num_steps"]
-    out: dict[str, Any] = {"steps": k, "estimate_s": estimate, "time_s": estimate,
-                           "measured": False, "value_in_full_run": res["values"][k - 1]}
-    if not caps.nsjax_direct:
-        return out
-    if estimate > caps.rerun_budget_s:
-        out["skipped"] = "budget"
-        return out
-    cache = res.setdefault("measured_steps", {})  # targets met at the same step share a run
-    if k not in cache:
-        cache[k] = _measure_steps(res, k, estimate, caps)
-    out.update(cache[k])
-    return out
+    k = first_hit(res["values"], j_star, target)
+    return None if k is None else time_to_step(res, k, caps, STOP_TOL, False)
 
 
 # ----------------------------------------------------------------------------------------
 # Driver
 # ----------------------------------------------------------------------------------------
-
-
-def machine() -> dict:
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")),
-                       cpu)
-    except OSError:
-        pass
-
-    def git(*args: str) -> str | None:
-        try:
-            return subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True,
-                                  timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return None
-
-    commit = git("rev-parse", "HEAD") or None
-    dirty = git("status", "--porcelain", "--", "../nsjax")
-    return {
-        "platform.processor": platform.processor(), "cpu_model": cpu,
-        "platform": platform.platform(), "os.cpu_count": os.cpu_count(),
-        "jax.devices": [str(d) for d in jax.devices()], "jax": jax.__version__,
-        "numpy": np.__version__, "scikit-learn": sklearn.__version__,
-        "nsjax": nsjax.__version__, "python": sys.version.split()[0],
-        "git_commit": commit, "nsjax_uncommitted_changes": dirty.splitlines() if dirty else [],
-    }
 
 
 def bench_one(p: Problem, lam: float, caps: Caps) -> dict:
@@ -424,7 +295,7 @@ def bench_one(p: Problem, lam: float, caps: Caps) -> dict:
     jax.block_until_ready(prob.X)
     setup = time.perf_counter() - t0
 
-    runs = {m.name: run_method(prob, m) for m in nsjax_methods(p)}
+    runs = {m.name: run_method(prob, m, STOP_TOL) for m in nsjax_methods(p)}
 
     lib = identity = None
     yi = np.asarray(prob.y)  # class indices 0..K-1 (nsjax sorts the labels, as sklearn does)
@@ -485,15 +356,6 @@ def bench_one(p: Problem, lam: float, caps: Caps) -> dict:
     }
 
 
-def _fmt_time(entry: dict | None) -> str:
-    if entry is None:
-        return "not reached"
-    if entry.get("skipped"):
-        return f"~{entry['time_s']:.3g} s (b)"
-    mark = "" if entry.get("measured", True) else "~"
-    return f"{mark}{entry['time_s']:.3g} s"
-
-
 def print_table(results: dict) -> list[str]:
     lines = []
     head = (f"{'problem':36s} {'lam':>6s} {'method':26s} {'t(1e-2)':>13s} {'t(1e-3)':>13s} "
@@ -505,8 +367,8 @@ def print_table(results: dict) -> list[str]:
                 gap = m["final_certified_gap"]
                 lines.append(
                     f"{ds:36s} {res['lam']:6.0e} {name:26s} "
-                    f"{_fmt_time(m['time_to']['0.01']):>13s} "
-                    f"{_fmt_time(m['time_to']['0.001']):>13s} {m['compile_s']:7.2f}s "
+                    f"{fmt_time(m['time_to']['0.01']):>13s} "
+                    f"{fmt_time(m['time_to']['0.001']):>13s} {m['compile_s']:7.2f}s "
                     f"{m['final_rel_subopt']:10.2e} {m['iterations']:7d} "
                     f"{('-' if gap is None else format(gap, '.1e')):>9s}")
             ident = res["objective_identity_check"]
@@ -539,14 +401,7 @@ def print_table(results: dict) -> list[str]:
 
 
 def plot(results: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = len(results)
-    fig, axes = plt.subplots(rows, len(LAMS), figsize=(5 * len(LAMS), 4 * rows),
-                             squeeze=False)
+    plt, fig, axes = subplots(results, len(LAMS))
     for r, (ds, per_lam) in enumerate(results.items()):
         for c, res in enumerate(per_lam):
             ax = axes[r][c]
@@ -558,39 +413,14 @@ def plot(results: dict, path: Path) -> None:
                 marker = "o" if name == LIB else None
                 ax.plot(t[ok], v[ok], color=color, marker=marker, ms=3, label=name)
                 if name != LIB:
-                    for key, entry in m["time_to"].items():
-                        if entry and entry.get("measured"):
-                            ax.plot(entry["time_s"], float(key), "x", color=color, ms=8)
+                    plot_target_marks(ax, m, color)
             for target in TARGETS:
                 ax.axhline(target, color="gray", lw=0.8, ls=":")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_title(f"{ds}\nlam = {res['lam']:.0e}", fontsize=9)
-            ax.set_xlabel("time (s)")
-            if c == 0:
-                ax.set_ylabel("(J - J*) / J*")
-            ax.grid(True, which="major", alpha=0.3)
+            style_axes(ax, ds, res["lam"], c == 0, "time (s)", "(J - J*) / J*")
             ax.legend(fontsize=7)
-    fig.suptitle("Multiclass / multilabel hinge: relative suboptimality vs wall time\n(nsjax "
-                 "lines: compiled run, step k at k/N of its wall time; x: measured time to "
-                 "target)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()
-                if k not in ("prob", "method", "W")}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.floating, float)):
-        f = float(obj)
-        return f if math.isfinite(f) else None
-    if isinstance(obj, (np.integer, np.bool_)):
-        return obj.item()
-    return obj
+    save_figure(plt, fig, "Multiclass / multilabel hinge: relative suboptimality vs wall "
+                "time\n(nsjax lines: compiled run, step k at k/N of its wall time; x: "
+                "measured time to target)", path)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -647,7 +477,7 @@ def main(argv: list[str] | None = None) -> None:
         "table": lines, "notes": notes, "results": results,
     }
     json_path = args.out / f"multiclass_hinge{suffix}.json"
-    json_path.write_text(json.dumps(_jsonable(payload), indent=1))
+    json_path.write_text(json.dumps(jsonable(payload, ("prob", "method", "W")), indent=1))
     plot(results, png)
     print(f"\nwrote {json_path} and {png} ({time.perf_counter() - start:.0f} s in all)")
 

@@ -1,0 +1,281 @@
+"""Pieces shared by ``binary_hinge.py`` and ``multiclass_hinge.py``.
+
+Machine description, the nsjax timing helpers (compile time, the first run, and the time to
+a step: the same compiled program rerun with ``tol`` set so that it stops right after step
+k), LIBLINEAR's best-of-3 fit timing, table formatting, plot scaffolding and JSON
+conversion. The scripts import it as ``_common`` with their own folder on ``sys.path``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import sklearn
+from sklearn.exceptions import ConvergenceWarning
+
+import nsjax
+
+TARGETS = (1e-2, 1e-3)
+LIBLINEAR_REPEAT_BELOW = 0.1  # s: fits shorter than this are repeated, best of 3
+PLOT_FLOOR = 1e-12
+HERE = Path(__file__).resolve().parent
+
+
+def rel_subopt(value: float | np.ndarray, j_star: float) -> Any:
+    return (np.asarray(value, dtype=float) - j_star) / j_star
+
+
+# ----------------------------------------------------------------------------------------
+# Machine
+# ----------------------------------------------------------------------------------------
+
+
+def machine(extra_versions: dict[str, str] | None = None) -> dict:
+    """The host, library versions and git state; ``extra_versions`` go after scikit-learn."""
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")),
+                       cpu)
+    except OSError:
+        pass
+
+    def git(*args: str) -> str | None:
+        try:
+            return subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True,
+                                  timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    commit = git("rev-parse", "HEAD") or None
+    dirty = git("status", "--porcelain", "--", "../nsjax")
+    return {
+        "platform.processor": platform.processor(), "cpu_model": cpu,
+        "platform": platform.platform(), "os.cpu_count": os.cpu_count(),
+        "jax.devices": [str(d) for d in jax.devices()], "jax": jax.__version__,
+        "numpy": np.__version__, "scikit-learn": sklearn.__version__,
+        **(extra_versions or {}),
+        "nsjax": nsjax.__version__, "python": sys.version.split()[0],
+        "git_commit": commit, "nsjax_uncommitted_changes": dirty.splitlines() if dirty else [],
+    }
+
+
+# ----------------------------------------------------------------------------------------
+# LIBLINEAR
+# ----------------------------------------------------------------------------------------
+
+
+def timed_fit(clf: Any, X: Any, y: Any) -> float:
+    """Wall time of ``clf.fit(X, y)``; fits under LIBLINEAR_REPEAT_BELOW: best of 3."""
+    elapsed = math.inf
+    for _ in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            t0 = time.perf_counter()
+            clf.fit(X, y)
+            elapsed = min(elapsed, time.perf_counter() - t0)
+        if elapsed >= LIBLINEAR_REPEAT_BELOW:
+            break
+    return elapsed
+
+
+# ----------------------------------------------------------------------------------------
+# nsjax
+# ----------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """An nsjax solver as benchmarked."""
+
+    name: str
+    solver: Any
+    max_steps: int
+    best_iterate: bool  # solve() returns the best iterate so far (BMRM), not the last one
+
+
+def timed_solve(prob: nsjax.Problem, solver: Any, max_steps: int, tol: float):
+    t0 = time.perf_counter()
+    sol = nsjax.solve(prob, solver, max_steps=max_steps, tol=tol)
+    jax.block_until_ready((sol.w, sol.history))
+    return time.perf_counter() - t0, sol
+
+
+def compile_time(prob: nsjax.Problem, solver: Any, max_steps: int) -> float:
+    """First call minus the identical compiled call; tol=1e30 stops the run at step 0 and,
+    tol being traced, compiles the very program the real runs use."""
+    first, _ = timed_solve(prob, solver, max_steps, 1e30)
+    again, _ = timed_solve(prob, solver, max_steps, 1e30)
+    return max(first - again, 0.0)
+
+
+def run_method(prob: nsjax.Problem, m: Method, stop_tol: float) -> dict:
+    """Compile, then the first (full) run: max_steps = m.max_steps, tol = stop_tol."""
+    compile_s = compile_time(prob, m.solver, m.max_steps)
+    wall, sol = timed_solve(prob, m.solver, m.max_steps, stop_tol)
+    steps = int(sol.num_steps)
+    values = np.asarray(sol.history.value, dtype=float)[:steps]
+    gaps = np.asarray(sol.history.gap, dtype=float)[:steps]
+    if m.best_iterate:
+        w0 = jnp.zeros(prob.w_shape, prob.dtype)
+        j0 = float(prob.value(w0, prob.scores(w0)))
+        returned = np.fmin.accumulate(np.concatenate([[j0], values]))[1:]
+    else:
+        returned = values
+    return {
+        "compile_s": compile_s, "wall_s": wall, "num_steps": steps, "max_steps": m.max_steps,
+        "result": nsjax.RESULTS(int(sol.result)).name,
+        "final_value": float(sol.value), "final_gap": float(sol.gap),
+        "lower_bound": float(sol.value - sol.gap),
+        "values": returned.tolist(), "iterate_values": values.tolist(), "gaps": gaps.tolist(),
+        "times": (wall * np.arange(1, steps + 1) / max(steps, 1)).tolist(),
+        "stats": {k: int(v) for k, v in sol.stats.items()},
+        "method": m, "prob": prob, "w": sol.w,
+    }
+
+
+def stop_tol_at(gap: float, value: float) -> float:
+    """The smallest tol with gap <= tol * max(1, |value|) in float64, as `terminate` tests."""
+    scale = max(1.0, abs(value))
+    tol = gap / scale
+    while tol * scale < gap:
+        tol = float(np.nextafter(tol, np.inf))
+    return tol
+
+
+def measure_steps(res: dict, k: int, estimate: float, caps: Any, stop_tol: float,
+                  steps_taken: bool) -> dict:
+    """Time k steps of the first run's compiled program: rerun it with the tol that stops it
+    right after step k, or, where that does not stop at k, compile solve(max_steps=k).
+    ``steps_taken`` adds the steps the timed run took to the result."""
+    m, prob = res["method"], res["prob"]
+    reps = 3 if estimate < caps.repeat_below else 1
+    gap, value = res["gaps"][k - 1], res["values"][k - 1]
+    if math.isfinite(gap):
+        tol = stop_tol_at(gap, value)
+        walls: list[float] = []
+        for _ in range(reps):
+            wall, sol = timed_solve(prob, m.solver, m.max_steps, tol)
+            if int(sol.num_steps) != k:
+                break
+            walls.append(wall)
+        else:
+            out = {"time_s": min(walls), "measured": True, "how": "tol stop after step k",
+                   "tol": tol, "repeats": reps, "value_at_k": float(sol.value)}
+            if steps_taken:
+                out["steps_taken"] = k
+            return out
+    # The gap was flat before step k (or not finite): compile solve(max_steps=k) instead.
+    compile_s = compile_time(prob, m.solver, k)
+    walls = []
+    for _ in range(reps):
+        wall, sol = timed_solve(prob, m.solver, k, stop_tol)
+        walls.append(wall)
+    out = {"time_s": min(walls), "measured": True, "how": "solve(max_steps=k)",
+           "compile_s": compile_s, "repeats": reps, "value_at_k": float(sol.value)}
+    if steps_taken:
+        out["steps_taken"] = int(sol.num_steps)
+    return out
+
+
+def time_to_step(res: dict, k: int, caps: Any, stop_tol: float, with_gap: bool) -> dict:
+    """Time to run the first k steps: measured, or the proportional estimate (see Caps).
+    ``with_gap`` records the full run's gap at step k and the steps the timed run took."""
+    estimate = res["wall_s"] * k / res["num_steps"]
+    out: dict[str, Any] = {"steps": k, "estimate_s": estimate, "time_s": estimate,
+                           "measured": False, "value_in_full_run": res["values"][k - 1]}
+    if with_gap:
+        out["gap_in_full_run"] = res["gaps"][k - 1]
+    if not caps.nsjax_direct:
+        return out
+    if estimate > caps.rerun_budget_s:
+        out["skipped"] = "budget"
+        return out
+    cache = res.setdefault("measured_steps", {})  # targets met at the same step share a run
+    if k not in cache:
+        cache[k] = measure_steps(res, k, estimate, caps, stop_tol, with_gap)
+    out.update(cache[k])
+    return out
+
+
+def first_hit(values: Any, j_star: float, target: float) -> int | None:
+    """The first step k (1-based) whose relative suboptimality is <= target, or None."""
+    hits = np.flatnonzero(rel_subopt(np.asarray(values), j_star) <= target)
+    return int(hits[0]) + 1 if hits.size else None
+
+
+# ----------------------------------------------------------------------------------------
+# Output
+# ----------------------------------------------------------------------------------------
+
+
+def fmt_time(entry: dict | None) -> str:
+    if entry is None:
+        return "not reached"
+    if entry.get("skipped"):
+        return f"~{entry['time_s']:.3g} s (b)"
+    mark = "" if entry.get("measured", True) else "~"
+    return f"{mark}{entry['time_s']:.3g} s"
+
+
+def subplots(results: dict, ncols: int):
+    """matplotlib (Agg) and a figure with a row of axes per dataset, a column per lam."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = len(results)
+    fig, axes = plt.subplots(rows, ncols, figsize=(5 * ncols, 4 * rows), squeeze=False)
+    return plt, fig, axes
+
+
+def style_axes(ax: Any, ds: str, lam: float, first_col: bool, xlabel: str,
+               ylabel: str) -> None:
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_title(f"{ds}\nlam = {lam:.0e}", fontsize=9)
+    ax.set_xlabel(xlabel)
+    if first_col:
+        ax.set_ylabel(ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def plot_target_marks(ax: Any, m: dict, color: str) -> None:
+    """x at the measured time to each target."""
+    for key, entry in m["time_to"].items():
+        if entry and entry.get("measured"):
+            ax.plot(entry["time_s"], float(key), "x", color=color, ms=8)
+
+
+def save_figure(plt: Any, fig: Any, title: str, path: Path) -> None:
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def jsonable(obj: Any, drop: tuple[str, ...]) -> Any:
+    """Plain JSON types; non-finite floats become None, keys in ``drop`` are left out."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v, drop) for k, v in obj.items() if k not in drop}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v, drop) for v in obj]
+    if isinstance(obj, (np.floating, float)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    if isinstance(obj, (np.integer, np.bool_)):
+        return obj.item()
+    return obj
