@@ -427,7 +427,7 @@ def run_optax(prob: nsjax.Problem, caps: Caps) -> dict:
         if times[-1] > caps.optax_time_cap:
             stop = "time_cap"
             break
-    final = objective(np.asarray(w), _numpy_X(prob), np.asarray(prob.y), float(prob.lam))
+    final = objective(np.asarray(w), prob.X.to_scipy(), np.asarray(prob.y), float(prob.lam))
     return {"compile_s": compile_s, "times": times, "values": values, "num_steps": len(values),
             "stop": stop, "final_value_recomputed": final,
             "recompiled_during_timed_loop": _cache_size() != cache_before}
@@ -436,14 +436,6 @@ def run_optax(prob: nsjax.Problem, caps: Caps) -> dict:
 def _cache_size() -> int | None:
     size = getattr(_optax_step, "_cache_size", None)
     return size() if callable(size) else None
-
-
-def _numpy_X(prob: nsjax.Problem) -> Any:
-    X = prob.X
-    if not X.is_sparse:
-        return np.asarray(X.dense)
-    return sp.csr_matrix((np.asarray(X.vals), (np.asarray(X.rows), np.asarray(X.cols))),
-                         shape=X.shape)
 
 
 def curve_time_to(times: list[float], values: list[float], j_star: float,

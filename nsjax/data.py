@@ -1,9 +1,15 @@
 """`DesignMatrix`: the data matrix X behind a jit-friendly `mv` (X w) and `rmv` (Xᵀ a).
 
-Dense data is a (n, d) array. Sparse data (scipy.sparse CSR/CSC/COO or a BCOO) is held as
-(row, col, value) triplets sorted by row, with a second copy sorted by column, so that both
-products are a sorted `segment_sum`. That layout was picked by measurement on a 2-core CPU
-(nnz = 1.8 M): X w in 8 ms and Xᵀ a in 4.4 ms, against 11.6 and 8.3 ms for BCOO.
+Dense data is a (n, d) array. Sparse data (scipy.sparse CSR/CSC/COO or a BCOO) is held
+twice, once by rows (for X w) and once by columns (for Xᵀ a), each in a *chunked* layout
+(`Chunks`): every row (column) is cut into chunks of W entries, zero-padded, stored as a
+(C, W) block of indices and values plus the owner of each chunk. A product is then one
+gather, one dense multiply-and-sum over W, and a `segment_sum` over only C ≈ nnz / W
+chunk sums. The layout was picked by measurement on a 2-core CPU (nnz = 2.5 M, n = 50,000,
+d = 20,000, float64): X w in 3.5 ms and Xᵀ a in 3.8 ms, against 7.7 and 9.6 ms for a
+`segment_sum` over sorted triplets (which in turn beat BCOO: 11.6 and 8.3 ms at
+nnz = 1.8 M). The scatter of a `segment_sum` is what costs on the CPU; chunking makes it
+W times smaller for a few percent of padding. W is chosen per matrix (`_chunk_width`).
 
 A `DesignMatrix` is a pytree: its arrays are leaves, so it is an *argument* of compiled
 functions and never a closed-over constant (XLA would constant-fold it: 30 s compiles).
@@ -19,6 +25,76 @@ import numpy as np
 import scipy.sparse as sp
 from jax.experimental import sparse as jsparse
 
+_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
+# Measured cost of one chunk relative to one padded entry (gather + multiply) on the CPU.
+_CHUNK_COST = 2.0
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Chunks:
+    """A CSR matrix cut into zero-padded chunks of W entries: the rows of M w.
+
+    Attributes:
+        index: (C, W) column indices (0 in the padding).
+        value: (C, W) values (0 in the padding).
+        owner: (C,) the row each chunk belongs to, ascending.
+        num_rows: the number of rows of M, static.
+    """
+
+    index: jax.Array
+    value: jax.Array
+    owner: jax.Array
+    num_rows: int = field(metadata=dict(static=True))
+
+    @classmethod
+    def from_csr(cls, M: sp.csr_matrix, dtype) -> Chunks:
+        counts = np.diff(M.indptr)
+        width = _chunk_width(counts)
+        per_row = -(-counts // width)  # ceil
+        num_chunks = max(int(per_row.sum()), 1)  # one all-zero chunk if M has no entry
+        first_chunk = np.cumsum(per_row) - per_row
+        row_of_entry = np.repeat(np.arange(M.shape[0]), counts)
+        rank = np.arange(M.nnz) - M.indptr[row_of_entry]  # position within its row
+        slot = first_chunk[row_of_entry] * width + rank
+        index = np.zeros(num_chunks * width, np.int32)
+        value = np.zeros(num_chunks * width, dtype)
+        index[slot], value[slot] = M.indices, M.data
+        owner = np.repeat(np.arange(M.shape[0]), per_row) if M.nnz else np.zeros(1)
+        return cls(
+            index=jnp.asarray(index.reshape(num_chunks, width)),
+            value=jnp.asarray(value.reshape(num_chunks, width), dtype),
+            owner=jnp.asarray(owner, jnp.int32),
+            num_rows=int(M.shape[0]),
+        )
+
+    def mv(self, v: jax.Array) -> jax.Array:
+        """M v for v of shape (m,) or (m, K)."""
+        gathered = v.at[self.index].get(mode="promise_in_bounds")  # (C, W) or (C, W, K)
+        value = self.value if v.ndim == 1 else self.value[..., None]
+        chunk_sums = jnp.sum(value * gathered, axis=1)
+        return jax.ops.segment_sum(chunk_sums, self.owner, num_segments=self.num_rows,
+                                   indices_are_sorted=True)
+
+    def row_sq_norms(self) -> jax.Array:
+        return jax.ops.segment_sum(jnp.sum(self.value * self.value, axis=1), self.owner,
+                                   num_segments=self.num_rows, indices_are_sorted=True)
+
+    def to_csr(self, num_cols: int) -> sp.csr_matrix:
+        index, value = np.asarray(self.index), np.asarray(self.value)
+        row = np.repeat(np.asarray(self.owner), index.shape[1])
+        keep = value.ravel() != 0
+        return sp.csr_matrix((value.ravel()[keep], (row[keep], index.ravel()[keep])),
+                             shape=(self.num_rows, num_cols))
+
+
+def _chunk_width(counts: np.ndarray) -> int:
+    """The W minimizing (padded entries + _CHUNK_COST · chunks) for these row lengths."""
+    def cost(width):
+        chunks = int(np.sum(-(-counts // width)))
+        return chunks * width + _CHUNK_COST * chunks
+    return min(_WIDTHS, key=cost)
+
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
@@ -30,19 +106,17 @@ class DesignMatrix:
 
     Attributes:
         dense: the (n, d) array, or None for sparse data.
-        rows, cols, vals: triplets sorted by row (sparse data), else None.
-        t_rows, t_cols, t_vals: the same triplets sorted by column, else None.
+        by_row: X's rows as `Chunks` (sparse data), else None.
+        by_col: X's columns (the rows of Xᵀ) as `Chunks`, else None.
         shape: (n, d), static.
+        nnz: the number of stored entries, static.
     """
 
     dense: jax.Array | None
-    rows: jax.Array | None
-    cols: jax.Array | None
-    vals: jax.Array | None
-    t_rows: jax.Array | None
-    t_cols: jax.Array | None
-    t_vals: jax.Array | None
+    by_row: Chunks | None
+    by_col: Chunks | None
     shape: tuple[int, int] = field(metadata=dict(static=True))
+    nnz: int = field(metadata=dict(static=True))
 
     @property
     def is_sparse(self) -> bool:
@@ -50,11 +124,7 @@ class DesignMatrix:
 
     @property
     def dtype(self):
-        return self.vals.dtype if self.is_sparse else self.dense.dtype
-
-    @property
-    def nnz(self) -> int:
-        return int(self.vals.shape[0]) if self.is_sparse else self.shape[0] * self.shape[1]
+        return self.by_row.value.dtype if self.is_sparse else self.dense.dtype
 
     @classmethod
     def from_any(cls, X, dtype=None) -> DesignMatrix:
@@ -71,58 +141,43 @@ class DesignMatrix:
             idx = np.asarray(X.indices)
             X = sp.coo_matrix((np.asarray(X.data), (idx[:, 0], idx[:, 1])), shape=X.shape)
         if sp.issparse(X):
-            coo = sp.coo_matrix(X)
-            coo.sum_duplicates()  # also sorts by (row, col)
+            csr = sp.csr_matrix(X, copy=True)
+            csr.sum_duplicates()
+            csr.eliminate_zeros()
             if dtype is None:
-                dtype = coo.dtype if np.issubdtype(coo.dtype, np.floating) else np.float64
-            by_col = np.lexsort((coo.row, coo.col))
-            return cls(
-                dense=None,
-                rows=jnp.asarray(coo.row, jnp.int32),
-                cols=jnp.asarray(coo.col, jnp.int32),
-                vals=jnp.asarray(coo.data, dtype),
-                t_rows=jnp.asarray(coo.row[by_col], jnp.int32),
-                t_cols=jnp.asarray(coo.col[by_col], jnp.int32),
-                t_vals=jnp.asarray(coo.data[by_col], dtype),
-                shape=(int(coo.shape[0]), int(coo.shape[1])),
-            )
+                dtype = csr.dtype if np.issubdtype(csr.dtype, np.floating) else np.float64
+            return cls(dense=None, by_row=Chunks.from_csr(csr, dtype),
+                       by_col=Chunks.from_csr(csr.T.tocsr(), dtype),
+                       shape=(int(csr.shape[0]), int(csr.shape[1])), nnz=int(csr.nnz))
         arr = np.asarray(X) if not isinstance(X, jax.Array) else X
         if arr.ndim != 2:
             raise ValueError(f"X must be 2-D (n, d); got shape {arr.shape}. Reshape it.")
         if dtype is None:
             dtype = arr.dtype if jnp.issubdtype(arr.dtype, jnp.floating) else jnp.float64
-        return cls(
-            dense=jnp.asarray(arr, dtype), rows=None, cols=None, vals=None,
-            t_rows=None, t_cols=None, t_vals=None, shape=(int(arr.shape[0]), int(arr.shape[1])),
-        )
+        shape = (int(arr.shape[0]), int(arr.shape[1]))
+        return cls(dense=jnp.asarray(arr, dtype), by_row=None, by_col=None, shape=shape,
+                   nnz=shape[0] * shape[1])
 
     def mv(self, w: jax.Array) -> jax.Array:
         """Scores X w, shape (n,) or (n, K)."""
         if not self.is_sparse:
             return jnp.matmul(self.dense, w, precision=jax.lax.Precision.HIGHEST)
-        contrib = _scale(self.vals, w[self.cols])
-        return jax.ops.segment_sum(
-            contrib, self.rows, num_segments=self.shape[0], indices_are_sorted=True
-        )
+        return self.by_row.mv(w)
 
     def rmv(self, a: jax.Array) -> jax.Array:
         """Xᵀ a, shape (d,) or (d, K)."""
         if not self.is_sparse:
             return jnp.matmul(self.dense.T, a, precision=jax.lax.Precision.HIGHEST)
-        contrib = _scale(self.t_vals, a[self.t_rows])
-        return jax.ops.segment_sum(
-            contrib, self.t_cols, num_segments=self.shape[1], indices_are_sorted=True
-        )
+        return self.by_col.mv(a)
 
     def row_sq_norms(self) -> jax.Array:
         """‖x_i‖² for every row, shape (n,)."""
         if not self.is_sparse:
             return jnp.sum(self.dense * self.dense, axis=1)
-        return jax.ops.segment_sum(
-            self.vals * self.vals, self.rows, num_segments=self.shape[0], indices_are_sorted=True
-        )
+        return self.by_row.row_sq_norms()
 
-
-def _scale(vals: jax.Array, x: jax.Array) -> jax.Array:
-    """vals[i] * x[i] for x of shape (nnz,) or (nnz, K)."""
-    return vals * x if x.ndim == 1 else vals[:, None] * x
+    def to_scipy(self) -> sp.csr_matrix | np.ndarray:
+        """X as a scipy CSR matrix (sparse data) or a numpy array (dense data)."""
+        if not self.is_sparse:
+            return np.asarray(self.dense)
+        return self.by_row.to_csr(self.shape[1])

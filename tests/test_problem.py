@@ -155,6 +155,34 @@ def test_design_matrix_products_agree():
     assert D32.mv(jnp.asarray(w, jnp.float32)).dtype == jnp.float32
 
 
+@pytest.mark.parametrize("shape, density", [((40, 7), 0.9), ((300, 50), 0.02), ((5, 400), 0.3)])
+def test_chunked_sparse_products_match_scipy(shape, density):
+    # Row and column lengths that span several chunk widths, empty rows and columns,
+    # duplicate and explicitly zero entries, and (d, K) weights.
+    rng = np.random.default_rng(1)
+    X = sp.random(*shape, density=density, random_state=2, format="coo")
+    dup = sp.coo_matrix((np.r_[X.data, 1.5, 0.0], (np.r_[X.row, 0, 1], np.r_[X.col, 0, 2])),
+                        shape=shape)
+    X = dup.tocsr()  # sums the duplicate, keeps the explicit zero until from_any drops it
+    D = nsjax.DesignMatrix.from_any(dup)
+    assert D.nnz == X.count_nonzero()
+    for K in (None, 3):
+        wshape = (shape[1],) if K is None else (shape[1], K)
+        ashape = (shape[0],) if K is None else (shape[0], K)
+        w, a = rng.normal(size=wshape), rng.normal(size=ashape)
+        np.testing.assert_allclose(np.asarray(D.mv(jnp.asarray(w))), X @ w, rtol=1e-12,
+                                   atol=1e-14)
+        np.testing.assert_allclose(np.asarray(D.rmv(jnp.asarray(a))), X.T @ a, rtol=1e-12,
+                                   atol=1e-14)
+    assert (D.to_scipy() != X).nnz == 0
+
+
+def test_design_matrix_without_entries():
+    D = nsjax.DesignMatrix.from_any(sp.csr_matrix((4, 3)))
+    np.testing.assert_array_equal(np.asarray(D.mv(jnp.ones(3))), np.zeros(4))
+    np.testing.assert_array_equal(np.asarray(D.rmv(jnp.ones(4))), np.zeros(3))
+
+
 def test_band_certificate_is_a_lower_bound_and_tight_near_the_optimum():
     from nsjax.solvers.certificate import hinge_dual_certificate
 

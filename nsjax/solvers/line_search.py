@@ -67,35 +67,67 @@ def exact_line_search(b, a, c_reg, h) -> LineSearchResult:
     Returns:
         η* with 0 ∈ ∂Φ(η*) (eq. 29): 0 if p is not a descent direction, inf if Φ decreases
         without bound (h = 0 and no kink ahead), and the number of kinks passed.
+
+    Alg. 3 sorts the kinks and walks them. Sorting n kinks is the slowest part of a step on
+    a CPU (50,000 kinks: 11 ms, more than a product with X), so the walk is replaced by a
+    bisection on F(η) = sup ∂Φ(η) = c + hη + Σ_{kinks η_j ≤ η} jump_j, which is
+    nondecreasing: bisecting the bit patterns of positive floats brackets
+    η* = inf {η : F(η) ≥ 0} between two neighbouring floats in at most 64 passes of O(n)
+    work each. η* is then computed exactly as Alg. 3 would: the first kink past the bracket
+    or the root of the quadratic piece before it (eq. 32), whichever comes first.
     """
     c = c_reg + sup_slope_at_zero(b, a)
     eta, jump = kinks(b, a)
-    order = jnp.argsort(eta)
-    eta, jump = eta[order], jump[order]
-    cum = jnp.cumsum(jump)
     finite = jnp.isfinite(eta)
-    # sup ∂Φ at each kink: everything up to and including it (ties are handled because the
-    # first index that passes gives the same η; see the module docstring).
-    sup_at = c + h * jnp.where(finite, eta, 0.0) + cum
-    passed = finite & (sup_at >= 0)
-    any_passed = jnp.any(passed)
-    k = jnp.argmax(passed)
-    last = jnp.sum(finite)  # index just after the last finite kink
-    k = jnp.where(any_passed, k, last)
-    slope_before = c + jnp.where(k > 0, cum[jnp.maximum(k - 1, 0)], 0.0)
-    # The quadratic piece to the left of kink k has slope slope_before + h η (eq. 32).
-    root = jnp.where(h > 0, -slope_before / jnp.where(h > 0, h, 1.0), jnp.inf)
-    kink = jnp.where(any_passed, eta[jnp.minimum(k, eta.shape[0] - 1)], jnp.inf)
-    eta_star = jnp.where(c >= 0, 0.0, jnp.minimum(kink, root))
+    eta_f = jnp.where(finite, eta, 0.0)
+
+    def sup_slope(x):  # F(x), x ≥ 0
+        return c + h * x + jnp.sum(jnp.where(finite & (eta <= x), jump, 0.0))
+
+    last = jnp.max(eta_f)  # 0 when there is no kink ahead
+    some_kink_passes = jnp.any(finite) & (sup_slope(last) >= 0)
+    # Bracket: F(lo) < 0 ≤ F(hi). If no kink passes, η* lies past the last one.
+    lo = _bisect_positive_floats(sup_slope, jnp.where(some_kink_passes, 0.0, last), last,
+                                 active=some_kink_passes & (c < 0))
+    # Every kink in (lo, ∞) is ≥ η*; the first of them bounds the quadratic piece after lo.
+    after_lo = finite & (eta > lo)
+    kink = jnp.where(some_kink_passes, jnp.min(jnp.where(after_lo, eta, jnp.inf)), jnp.inf)
+    slope_after_lo = c + jnp.sum(jnp.where(finite & ~after_lo, jump, 0.0))
+    root = jnp.where(h > 0, -slope_after_lo / jnp.where(h > 0, h, 1.0), jnp.inf)
+    eta_star = jnp.where(c >= 0, 0.0, jnp.minimum(kink, jnp.maximum(root, lo)))
     # Split the slope jump of all kinks tied at η* so that the slope there is exactly 0.
-    lo = jnp.searchsorted(eta, eta_star, side="left")
-    hi = jnp.searchsorted(eta, eta_star, side="right")
-    cum0 = jnp.concatenate([jnp.zeros(1, cum.dtype), cum])
-    left_slope = c + h * eta_star + cum0[lo]
-    jump_here = cum0[hi] - cum0[lo]
+    before = finite & (eta < eta_star)
+    at = finite & (eta == eta_star)
+    left_slope = c + h * eta_star + jnp.sum(jnp.where(before, jump, 0.0))
+    jump_here = jnp.sum(jnp.where(at, jump, 0.0))
     theta = jnp.where(jump_here > 0, -left_slope / jnp.where(jump_here > 0, jump_here, 1.0), 0.5)
     theta = jnp.clip(theta, 0.0, 1.0)
-    return LineSearchResult(eta_star, k.astype(jnp.int32), c < 0, theta)
+    passed = jnp.sum(before).astype(jnp.int32)
+    return LineSearchResult(eta_star, passed, c < 0, theta)
+
+
+def _bisect_positive_floats(F, lo, hi, active):
+    """Shrink [lo, hi] (0 ≤ lo < hi, F(lo) < 0 ≤ F(hi), F nondecreasing) to two
+    neighbouring floats, bisecting the integer bit patterns (monotone for floats ≥ 0),
+    and return the new lo. Returns lo unchanged where ``active`` is False.
+    """
+    itype = jnp.int64 if lo.dtype == jnp.float64 else jnp.int32
+
+    def to_bits(x):
+        return jax.lax.bitcast_convert_type(x, itype)
+
+    def cond(bounds):
+        lo_bits, hi_bits = bounds
+        return active & (hi_bits - lo_bits > 1)
+
+    def body(bounds):
+        lo_bits, hi_bits = bounds
+        mid_bits = lo_bits + (hi_bits - lo_bits) // 2
+        up = F(jax.lax.bitcast_convert_type(mid_bits, lo.dtype)) >= 0
+        return jnp.where(up, lo_bits, mid_bits), jnp.where(up, mid_bits, hi_bits)
+
+    lo_bits, _ = jax.lax.while_loop(cond, body, (to_bits(lo), to_bits(hi)))
+    return jax.lax.bitcast_convert_type(lo_bits, lo.dtype)
 
 
 def wolfe_line_search(phi, c1=1e-4, c2=0.9, eta0=1.0, max_evals=50) -> LineSearchResult:
