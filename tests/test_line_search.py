@@ -1,5 +1,6 @@
 """Exact line search against brute force; Wolfe line search against conditions (16)."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -48,43 +49,83 @@ def random_hinge_lines(rng, n, ties=False, zero_slopes=False):
     return b, a
 
 
+BRACKETS = ["sort", "bisect"]
+
+
+@pytest.mark.parametrize("bracket", BRACKETS)
 @pytest.mark.parametrize("seed", range(30))
 @pytest.mark.parametrize("kind", ["plain", "ties", "zero_slopes"])
-def test_exact_equals_brute_force(seed, kind):
+def test_exact_equals_brute_force(seed, kind, bracket):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 40))
     b, a = random_hinge_lines(rng, n, ties=kind == "ties", zero_slopes=kind == "zero_slopes")
     h = float(rng.uniform(0.01, 2.0))
     c_reg = float(-abs(rng.normal()) - np.sum(np.maximum(a[:, 1], 0)))  # a descent direction
-    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), c_reg, h)
+    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), c_reg, h, bracket)
     eta_bf, val_bf = brute_minimizer(b, a, c_reg, h)
     assert bool(res.ok)
     assert float(res.eta) == pytest.approx(eta_bf, rel=1e-10, abs=1e-12)
     assert phi_numpy(float(res.eta), b, a, c_reg, h) <= val_bf + 1e-12
 
 
-def test_no_breakpoint_ahead_gives_quadratic_root():
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sort_and_bisection_brackets_agree_on_large_instances(dtype):
+    # Thousands of kinks, tie groups, zero slopes and kinks spread over many magnitudes:
+    # both brackets must give the same step, tie split and kink count, jitted or not.
+    rng = np.random.default_rng(7)
+    for trial in range(6):
+        n = 5000
+        b, a = random_hinge_lines(rng, n, ties=trial % 2 == 0, zero_slopes=trial % 3 == 0)
+        b[:, 1] *= 10.0 ** rng.uniform(-8, 3, size=n)
+        h = [0.0, 1e-6, 1.0][trial % 3]
+        c_reg = float(-abs(rng.normal()) - np.sum(np.maximum(a[:, 1], 0)) * rng.uniform(0, 2))
+        args = jnp.asarray(b, dtype), jnp.asarray(a, dtype), dtype(c_reg), dtype(h)
+        by_sort = jax.jit(exact_line_search, static_argnums=4)(*args, "sort")
+        by_bisection = jax.jit(exact_line_search, static_argnums=4)(*args, "bisect")
+        assert by_sort.eta.dtype == dtype
+        for x, y in zip(by_sort, by_bisection, strict=True):
+            assert np.asarray(x) == np.asarray(y)
+        if np.isfinite(float(by_sort.eta)):  # and the step is a minimizer along the line
+            eta = float(by_sort.eta)
+            val = phi_numpy(eta, b, a, c_reg, h)
+            for other in (eta * (1 - 1e-3), eta * (1 + 1e-3)):
+                assert val <= phi_numpy(other, b, a, c_reg, h) + 1e-12 * abs(val)
+
+
+def test_auto_bracket_and_bad_name():
+    b, a = random_hinge_lines(np.random.default_rng(3), 50)
+    auto = exact_line_search(jnp.asarray(b), jnp.asarray(a), -1.0, 0.5)
+    by_sort = exact_line_search(jnp.asarray(b), jnp.asarray(a), -1.0, 0.5, "sort")
+    assert float(auto.eta) == float(by_sort.eta)
+    with pytest.raises(ValueError, match="bracket must be"):
+        exact_line_search(jnp.asarray(b), jnp.asarray(a), -1.0, 0.5, "heap")
+
+
+@pytest.mark.parametrize("bracket", BRACKETS)
+def test_no_breakpoint_ahead_gives_quadratic_root(bracket):
     # Every kink is behind (η < 0): Φ is one quadratic piece on η ≥ 0.
     b = np.array([[0.0, -1.0], [0.0, -2.0]])
     a = np.array([[0.0, -1.0], [0.0, -3.0]])
-    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), -1.0, 2.0)
+    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), -1.0, 2.0, bracket)
     assert float(res.eta) == pytest.approx(0.5)  # slope −1 + 2η = 0
 
 
-def test_unbounded_and_non_descent():
+@pytest.mark.parametrize("bracket", BRACKETS)
+def test_unbounded_and_non_descent(bracket):
     b = np.array([[0.0, 1.0]])
     a = np.array([[0.0, 0.0]])  # Δf = 0: no kink ever
-    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), -1.0, 0.0)
+    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), -1.0, 0.0, bracket)
     assert np.isinf(float(res.eta))
-    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), 0.5, 1.0)
+    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), 0.5, 1.0, bracket)
     assert float(res.eta) == 0.0 and not bool(res.ok)
 
 
-def test_zero_slope_sum_stops_on_the_kink():
+@pytest.mark.parametrize("bracket", BRACKETS)
+def test_zero_slope_sum_stops_on_the_kink(bracket):
     # The slope crosses zero exactly at the kink η = 1 (Δ sup ∂Φ jumps from −1 to +1).
     b = np.array([[0.0, 1.0]])
     a = np.array([[0.0, -1.0]])
-    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), 0.0, 0.0)
+    res = exact_line_search(jnp.asarray(b), jnp.asarray(a), 0.0, 0.0, bracket)
     assert float(res.eta) == pytest.approx(1.0)
 
 

@@ -128,9 +128,10 @@ def _random_multilabel(rng, n, d, K, integer=False):
     return X, Y.astype(int)
 
 
+@pytest.mark.parametrize("bracket", ["sort", "bisect"])
 @pytest.mark.parametrize("kind", ["multiclass", "multiclass-slack", "multilabel"])
 @pytest.mark.parametrize("seed", range(8))
-def test_exact_line_search_equals_brute_force(kind, seed):
+def test_exact_line_search_equals_brute_force(kind, seed, bracket):
     rng = np.random.default_rng(seed)
     n, d, K = 25, 4, 4
     if kind == "multilabel":
@@ -151,7 +152,7 @@ def test_exact_line_search_equals_brute_force(kind, seed):
         P, dS = -P, -dS  # make it a descent direction
         b, a = prob.loss.lines(S, dS, prob.y)
         c_reg, h = prob.reg.line(W, P)
-    res = exact_line_search(b, a, c_reg, h)
+    res = exact_line_search(b, a, c_reg, h, bracket)
     eta_bf = _brute_line_search(np.asarray(b), np.asarray(a), float(c_reg), float(h))
     assert float(res.eta) == pytest.approx(eta_bf, rel=1e-10, abs=1e-12)
     # And Φ from the loss itself agrees at η*: the lines are the loss along the line.
