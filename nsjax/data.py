@@ -36,7 +36,8 @@ class Chunks:
     """A CSR matrix cut into zero-padded chunks of W entries: the rows of M w.
 
     Attributes:
-        index: (C, W) column indices (0 in the padding).
+        index: (C, W) column indices (0 in the padding); uint16 where M has ≤ 65,536
+            columns, else int32.
         value: (C, W) values (0 in the padding).
         owner: (C,) the row each chunk belongs to, ascending.
         num_rows: the number of rows of M, static.
@@ -57,7 +58,9 @@ class Chunks:
         row_of_entry = np.repeat(np.arange(M.shape[0]), counts)
         rank = np.arange(M.nnz) - M.indptr[row_of_entry]  # position within its row
         slot = first_chunk[row_of_entry] * width + rank
-        index = np.zeros(num_chunks * width, np.int32)
+        # Products are memory-bound: 16-bit indices where they fit read 17 % fewer bytes.
+        itype = np.uint16 if M.shape[1] <= 1 << 16 else np.int32
+        index = np.zeros(num_chunks * width, itype)
         value = np.zeros(num_chunks * width, dtype)
         index[slot], value[slot] = M.indices, M.data
         owner = np.repeat(np.arange(M.shape[0]), per_row) if M.nnz else np.zeros(1)

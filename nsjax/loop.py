@@ -37,7 +37,9 @@ def _run(problem, w0, tol, solver, max_steps):
         value, gap = solver.record(new) if hasattr(solver, "record") else (new.value, new.gap)
         finite = (jnp.isfinite(new.value) & jnp.isfinite(value)
                   & jnp.all(jnp.isfinite(new.w)))
-        new = jax.tree_util.tree_map(lambda a, b: jnp.where(finite, a, b), new, state)
+        # A cond, not a select over every leaf: that would copy the whole state (an L-BFGS
+        # memory holds 2·m·d numbers) at every step.
+        new = jax.lax.cond(finite, lambda: new, lambda: state)
         done, result = solver.terminate(problem, new, tol)
         result = jnp.where(finite, result, RESULTS.nonfinite).astype(jnp.int32)
         done = done | ~finite

@@ -155,7 +155,8 @@ def test_design_matrix_products_agree():
     assert D32.mv(jnp.asarray(w, jnp.float32)).dtype == jnp.float32
 
 
-@pytest.mark.parametrize("shape, density", [((40, 7), 0.9), ((300, 50), 0.02), ((5, 400), 0.3)])
+@pytest.mark.parametrize("shape, density", [((40, 7), 0.9), ((300, 50), 0.02), ((5, 400), 0.3),
+                                            ((3, 70_000), 1e-3)])
 def test_chunked_sparse_products_match_scipy(shape, density):
     # Row and column lengths that span several chunk widths, empty rows and columns,
     # duplicate and explicitly zero entries, and (d, K) weights.
@@ -175,6 +176,9 @@ def test_chunked_sparse_products_match_scipy(shape, density):
         np.testing.assert_allclose(np.asarray(D.rmv(jnp.asarray(a))), X.T @ a, rtol=1e-12,
                                    atol=1e-14)
     assert (D.to_scipy() != X).nnz == 0
+    # 16-bit indices only where they fit.
+    assert D.by_row.index.dtype == (jnp.uint16 if shape[1] <= 1 << 16 else jnp.int32)
+    assert D.by_col.index.dtype == (jnp.uint16 if shape[0] <= 1 << 16 else jnp.int32)
 
 
 def test_design_matrix_without_entries():

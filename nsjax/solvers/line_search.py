@@ -54,6 +54,9 @@ def kinks_of_two_lines(b, a):
 
 def sup_slope_at_zero(b, a):
     """Σ_i max{a_ij : line j active at η = 0}: the risk part of sup ∂Φ(0) (eq. 30)."""
+    if b.shape[-1] == 2:  # elementwise: a reduction over a minor axis of 2 is slow on CPUs
+        b0, b1, a0, a1 = b[:, 0], b[:, 1], a[:, 0], a[:, 1]
+        return jnp.sum(jnp.where(b0 > b1, a0, jnp.where(b1 > b0, a1, jnp.maximum(a0, a1))))
     top = jnp.max(b, axis=-1, keepdims=True)
     return jnp.sum(jnp.max(jnp.where(b == top, a, -jnp.inf), axis=-1))
 

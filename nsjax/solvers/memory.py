@@ -72,18 +72,30 @@ class LBFGSMemory:
         r, _ = jax.lax.scan(forward, gamma * q, (newest_first[::-1], alphas[::-1]))
         return r
 
-    def update(self, mem: LBFGSState, s, y):
-        """Store (s, y) unless the curvature is too small; returns (mem, skipped)."""
-        ok = curvature_ok(s, y)
+    def update(self, mem: LBFGSState, s, y, accept):
+        """Store (s, y) if ``accept`` and the curvature is large enough.
+
+        Returns (mem, curvature_too_small). Only the written slot is selected on, so a
+        step costs O(d), not a copy of the whole (m, d) memory.
+        """
+        ok = accept & curvature_ok(s, y)
+        head = mem.head
         new = LBFGSState(
-            mem.s.at[mem.head].set(s),
-            mem.y.at[mem.head].set(y),
-            mem.rho.at[mem.head].set(1.0 / jnp.where(ok, jnp.vdot(s, y), 1.0)),
-            (mem.head + 1) % self.m,
-            jnp.minimum(mem.count + 1, self.m),
+            mem.s.at[head].set(jnp.where(ok, s, mem.s[head])),
+            mem.y.at[head].set(jnp.where(ok, y, mem.y[head])),
+            mem.rho.at[head].set(jnp.where(ok, 1.0 / jnp.where(ok, jnp.vdot(s, y), 1.0),
+                                           mem.rho[head])),
+            jnp.where(ok, (head + 1) % self.m, head),
+            jnp.where(ok, jnp.minimum(mem.count + 1, self.m), mem.count),
         )
-        mem = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, mem)
-        return mem, ~ok
+        return new, ~curvature_ok(s, y)
+
+    def reset(self, mem: LBFGSState, when):
+        """Forget every pair (B = I) where ``when``: zero weights, nothing copied."""
+        zero = jnp.zeros((), jnp.int32)
+        return mem._replace(rho=jnp.where(when, 0.0, mem.rho),
+                            head=jnp.where(when, zero, mem.head),
+                            count=jnp.where(when, zero, mem.count))
 
 
 class DenseBFGSState(NamedTuple):
@@ -102,9 +114,11 @@ class DenseBFGSMemory:
     def apply(self, mem: DenseBFGSState, v):
         return jnp.matmul(mem.B, v, precision=jax.lax.Precision.HIGHEST)
 
-    def update(self, mem: DenseBFGSState, s, y):
-        """The BFGS update (6); before the first one B₀ = (sᵀy / yᵀy) I (N&W eq. 6.20)."""
-        ok = curvature_ok(s, y)
+    def update(self, mem: DenseBFGSState, s, y, accept):
+        """The BFGS update (6) if ``accept`` and the curvature is large enough; before the
+        first one B₀ = (sᵀy / yᵀy) I (N&W eq. 6.20). Returns (mem, curvature_too_small)."""
+        curvature = curvature_ok(s, y)
+        ok = accept & curvature
         sy = jnp.where(ok, jnp.vdot(s, y), 1.0)
         rho = 1.0 / sy
         gamma = sy / jnp.maximum(jnp.vdot(y, y), jnp.finfo(s.dtype).tiny)
@@ -115,4 +129,10 @@ class DenseBFGSMemory:
                  + (rho * rho * jnp.vdot(y, By) + rho) * jnp.outer(s, s))
         new = DenseBFGSState(B_new, mem.count + 1)
         mem = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, mem)
-        return mem, ~ok
+        return mem, ~curvature
+
+    def reset(self, mem: DenseBFGSState, when):
+        """B = I where ``when``."""
+        eye = jnp.eye(mem.B.shape[0], dtype=mem.B.dtype)
+        return DenseBFGSState(jnp.where(when, eye, mem.B),
+                              jnp.where(when, jnp.zeros((), jnp.int32), mem.count))

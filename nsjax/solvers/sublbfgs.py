@@ -134,14 +134,12 @@ class _SubQuasiNewton:
         else:
             u_new = problem.loss.dscores(S_new, problem.y)
         g_new = problem.reg.grad(w_new) + problem.X.rmv(u_new)
-        mem, skipped = memory.update(state.mem, w_new - w, g_new - state.g)
-        mem = jax.tree_util.tree_map(lambda a, b: jnp.where(move, a, b), mem, state.mem)
+        mem, skipped = memory.update(state.mem, w_new - w, g_new - state.g, accept=move)
         fresh = state.fresh & ~(move & ~skipped)
         # No descent direction under the learned metric: forget it (B = I) and try again
         # before giving up; a kink-polluted memory is the usual cause near the optimum.
         restart = ~d.ok & ~state.fresh
-        mem = jax.tree_util.tree_map(lambda a, b: jnp.where(restart, a, b),
-                                     memory.init(w), mem)
+        mem = memory.reset(mem, restart)
         fresh = fresh | restart
 
         result = jnp.where(
