@@ -130,16 +130,16 @@ class BMRM:
         full = jnp.all(valid)
         inactive = valid & (alpha <= 0)
         aggregate = full & ~jnp.any(inactive)
-        # Aggregate everything into slot 0.
-        agg_a = jnp.tensordot(alpha, A, axes=1)
-        c = self.capacity
-        first = jnp.arange(c) == 0
-        A = jnp.where(aggregate, jnp.where(_bcast(first, A), agg_a[None], 0.0), A)
-        b = jnp.where(aggregate, jnp.where(first, alpha @ b, 0.0), b)
-        Q = jnp.where(aggregate, jnp.where(first[:, None] & first[None, :], alpha @ Q @ alpha,
-                                           0.0), Q)
-        valid = jnp.where(aggregate, first, valid)
-        alpha = jnp.where(aggregate, first.astype(alpha.dtype), alpha)
+        first = jnp.arange(self.capacity) == 0
+
+        def aggregate_into_first_slot(A, b, Q, valid, alpha):
+            A = jnp.where(_bcast(first, A), jnp.tensordot(alpha, A, axes=1)[None], 0.0)
+            Q = jnp.where(first[:, None] & first[None, :], alpha @ Q @ alpha, 0.0)
+            return A, jnp.where(first, alpha @ b, 0.0), Q, first, first.astype(alpha.dtype)
+
+        # A cond, so that the (capacity, d) bundle is not rewritten at every step.
+        A, b, Q, valid, alpha = jax.lax.cond(
+            aggregate, aggregate_into_first_slot, lambda *bundle: bundle, A, b, Q, valid, alpha)
         # The slot: the oldest inactive cut if full, else the first free slot.
         big = jnp.iinfo(jnp.int32).max
         oldest_inactive = jnp.argmin(jnp.where(inactive, age, big))
