@@ -37,8 +37,8 @@ class Chunks:
     """A CSR matrix cut into zero-padded chunks of W entries: the rows of M w.
 
     Attributes:
-        index: (C, W) column indices (0 in the padding); uint16 where M has ≤ 65,536
-            columns, else int32.
+        index: (C, W) column indices (the row's last one in the padding); uint16 where M
+            has ≤ 65,536 columns, else int32.
         value: (C, W) values (0 in the padding).
         owner: (C,) the row each chunk belongs to, ascending.
         num_rows: the number of rows of M, static.
@@ -61,10 +61,13 @@ class Chunks:
         slot = first_chunk[row_of_entry] * width + rank
         # Products are memory-bound: 16-bit indices where they fit read 17 % fewer bytes.
         itype = np.uint16 if M.shape[1] <= 1 << 16 else np.int32
-        index = np.zeros(num_chunks * width, itype)
+        owner = np.repeat(np.arange(M.shape[0]), per_row) if M.nnz else np.zeros(1, int)
+        # Padding points at a column the row already uses (its last), not at column 0, so
+        # that 0 · v[j] can be NaN (v[j] = ±inf) only in rows whose product is non-finite anyway.
+        last_index = M.indices[np.maximum(M.indptr[1:] - 1, 0)] if M.nnz else np.zeros(1, int)
+        index = np.repeat(last_index[owner].astype(itype), width)
         value = np.zeros(num_chunks * width, dtype)
         index[slot], value[slot] = M.indices, M.data
-        owner = np.repeat(np.arange(M.shape[0]), per_row) if M.nnz else np.zeros(1)
         return cls(
             index=jnp.asarray(index.reshape(num_chunks, width)),
             value=jnp.asarray(value.reshape(num_chunks, width), dtype),
@@ -74,6 +77,8 @@ class Chunks:
 
     def mv(self, v: jax.Array) -> jax.Array:
         """M v for v of shape (m,) or (m, K)."""
+        if v.shape[0] == 0:  # M has no column: nothing to gather
+            return jnp.zeros((self.num_rows,) + v.shape[1:], v.dtype)
         gathered = v.at[self.index].get(mode="promise_in_bounds")  # (C, W) or (C, W, K)
         value = self.value if v.ndim == 1 else self.value[..., None]
         chunk_sums = jnp.sum(value * gathered, axis=1)

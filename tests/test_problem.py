@@ -185,6 +185,23 @@ def test_design_matrix_without_entries():
     D = nsjax.DesignMatrix.from_any(sp.csr_matrix((4, 3)))
     np.testing.assert_array_equal(np.asarray(D.mv(jnp.ones(3))), np.zeros(4))
     np.testing.assert_array_equal(np.asarray(D.rmv(jnp.ones(4))), np.zeros(3))
+    D = nsjax.DesignMatrix.from_any(sp.csr_matrix((3, 0)))
+    np.testing.assert_array_equal(np.asarray(D.mv(jnp.zeros(0))), np.zeros(3))
+    assert D.rmv(jnp.ones(3)).shape == (0,)
+
+
+def test_padding_keeps_non_finite_weights_in_their_rows():
+    # Row 0 uses column 0, rows 1-5 use columns 1-3 only (and are padded): an infinite
+    # w[0] must make row 0 infinite and leave the others finite, as scipy's product does.
+    X = np.zeros((6, 8))
+    X[:, 1:4] = 1.0
+    X[0, 0] = 1.0
+    D = nsjax.DesignMatrix.from_any(sp.csr_matrix(X))
+    w = np.ones(8)
+    w[0] = np.inf
+    expected = sp.csr_matrix(X) @ w
+    assert np.isinf(expected[0]) and np.all(np.isfinite(expected[1:]))
+    np.testing.assert_array_equal(np.asarray(D.mv(jnp.asarray(w))), expected)
 
 
 def test_band_certificate_is_a_lower_bound_and_tight_near_the_optimum():

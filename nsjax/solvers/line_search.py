@@ -69,7 +69,8 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
         c_reg, h: the regularizer's slope and curvature along the line (λwᵀp, λ‖p‖²).
         bracket: how the kink before η* is found: "sort" (Alg. 3's way: sort all kinks,
             cumsum the slope jumps), "bisect" (`_bracket_by_bisection`, no sort), or
-            "auto": bisect on CPUs, sort elsewhere. Both give the same η*.
+            "auto": bisect on CPUs, sort elsewhere. Both give the same η*, unless the
+            sum and the cumsum of the slope jumps round to opposite signs of F at a kink.
 
     Returns:
         η* with 0 ∈ ∂Φ(η*) (eq. 29): 0 if p is not a descent direction, inf if Φ decreases
@@ -97,7 +98,10 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
     kink = jnp.min(jnp.where(after_lo, eta, jnp.inf))
     slope_after_lo = c + jnp.sum(jnp.where(finite & ~after_lo, jump, 0.0))
     root = jnp.where(h > 0, -slope_after_lo / jnp.where(h > 0, h, 1.0), jnp.inf)
-    eta_star = jnp.where(c >= 0, 0.0, jnp.minimum(kink, jnp.maximum(root, lo)))
+    # The root can round below lo; clamp it to the last kink ≤ lo (or 0), which both
+    # brackets agree on (the bisection's lo itself need not be a kink).
+    kink_before = jnp.max(jnp.where(finite & ~after_lo, eta, 0.0))
+    eta_star = jnp.where(c >= 0, 0.0, jnp.minimum(kink, jnp.maximum(root, kink_before)))
     # Split the slope jump of all kinks tied at η* so that the slope there is exactly 0.
     before = finite & (eta < eta_star)
     left_slope = c + h * eta_star + jnp.sum(jnp.where(before, jump, 0.0))
@@ -135,7 +139,7 @@ def _bracket_by_bisection(eta, jump, c, h):
 
     last = jnp.max(jnp.where(finite, eta, 0.0))  # 0 when there is no kink ahead
     some_kink_passes = jnp.any(finite) & (F(last) >= 0)
-    itype = jnp.int64 if eta.dtype == jnp.float64 else jnp.int32
+    itype = {2: jnp.int16, 4: jnp.int32, 8: jnp.int64}[eta.dtype.itemsize]
 
     def to_float(bits):
         return jax.lax.bitcast_convert_type(bits, eta.dtype)
