@@ -55,7 +55,8 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
   tol = 1e-1, 1e-2, ..., 1e-10 (or until a time cap); the last is LIBLINEAR's tight run.
   Time to a target is the measured time of the loosest tol found whose J meets it: the
   first ladder fit that meets it, refined by a few bisection fits in log(tol) between it
-  and the previous rung. Fits under 0.1 s are timed best of 3. No compile time.
+  and the previous rung. Fits under 2 s are timed best of 3, like the nsjax runs. No
+  compile time.
 
 Reference J*. The tight BMRM run is the benchmark's qp-BMRM run itself (tol = 1e-9, up to
 ``qp_steps`` steps; it is cheap per step); with LIBLINEAR's tight (tol = 1e-10) fit, J* is

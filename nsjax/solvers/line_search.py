@@ -81,7 +81,7 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
     and the first kink where F ≥ 0 (lo = the last kink if there is none); η* is then that
     kink or the root of the quadratic piece after lo (eq. 32), whichever comes first.
     Sorting is cheap on a GPU but is the slowest part of a step on a CPU (50,000 kinks:
-    11 ms, more than a product with X); the bisection costs 2 ms there.
+    11 ms, more than a product with X); the bisection costs about 1 ms there.
     """
     if bracket not in ("auto", "sort", "bisect"):
         raise ValueError(f"bracket must be 'auto', 'sort' or 'bisect'; got {bracket!r}.")

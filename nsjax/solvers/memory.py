@@ -78,7 +78,8 @@ class LBFGSMemory:
         Returns (mem, curvature_too_small). Only the written slot is selected on, so a
         step costs O(d), not a copy of the whole (m, d) memory.
         """
-        ok = accept & curvature_ok(s, y)
+        curvature = curvature_ok(s, y)
+        ok = accept & curvature
         head = mem.head
         new = LBFGSState(
             mem.s.at[head].set(jnp.where(ok, s, mem.s[head])),
@@ -88,7 +89,7 @@ class LBFGSMemory:
             jnp.where(ok, (head + 1) % self.m, head),
             jnp.where(ok, jnp.minimum(mem.count + 1, self.m), mem.count),
         )
-        return new, ~curvature_ok(s, y)
+        return new, ~curvature
 
     def reset(self, mem: LBFGSState, when):
         """Forget every pair (B = I) where ``when``: zero weights, nothing copied."""
