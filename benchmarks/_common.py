@@ -222,6 +222,26 @@ def first_hit(values: Any, j_star: float, target: float) -> int | None:
 # ----------------------------------------------------------------------------------------
 
 
+def ratio_line(ds: str, res: dict, short_names: dict[str, str], lib: str) -> str:
+    """One line of the ratio table: each nsjax method's time to 1e-3 over LIBLINEAR's."""
+    b = res["methods"][lib]["time_to"]["0.001"]
+    parts = []
+    for name, short in short_names.items():
+        m = res["methods"].get(name)
+        if m is None:
+            continue
+        a = m["time_to"]["0.001"]
+        if m.get("skipped"):
+            parts.append(f"{short} skipped")
+        elif a and b:
+            mark = "" if a.get("measured") else "~"
+            parts.append(f"{short} {mark}{a['time_s'] / b['time_s']:.3g}")
+        else:
+            who = " and ".join(n for n, e in ((short, a), ("LIBLINEAR", b)) if e is None)
+            parts.append(f"{short} n/a ({who}: not reached)")
+    return f"  {ds:36s} lam={res['lam']:.0e}: " + ", ".join(parts)
+
+
 def fmt_time(entry: dict | None) -> str:
     if entry is None:
         return "not reached"

@@ -131,6 +131,7 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     jsonable,
     machine,
     plot_target_marks,
+    ratio_line,
     rel_subopt,
     run_method,
     save_figure,
@@ -603,23 +604,7 @@ def print_table(results: dict) -> list[str]:
     lines.append("")
     lines.append("Ratio nsjax / LIBLINEAR time to 1e-3 relative suboptimality:")
     for ds, per_lam in results.items():
-        for res in per_lam:
-            b = res["methods"]["LIBLINEAR"]["time_to"]["0.001"]
-            parts = []
-            for name, short in SHORT.items():
-                m = res["methods"].get(name)
-                if m is None:
-                    continue
-                a = m["time_to"]["0.001"]
-                if m.get("skipped"):
-                    parts.append(f"{short} skipped")
-                elif a and b:
-                    parts.append(f"{short} {'~' if not a.get('measured') else ''}"
-                                 f"{a['time_s'] / b['time_s']:.3g}")
-                else:
-                    who = " and ".join(n for n, e in ((short, a), ("LIBLINEAR", b)) if e is None)
-                    parts.append(f"{short} n/a ({who}: not reached)")
-            lines.append(f"  {ds:36s} lam={res['lam']:.0e}: " + ", ".join(parts))
+        lines += [ratio_line(ds, res, SHORT, "LIBLINEAR") for res in per_lam]
     print("\n".join(lines), flush=True)
     return lines
 

@@ -103,6 +103,7 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     jsonable,
     machine,
     plot_target_marks,
+    ratio_line,
     rel_subopt,
     run_method,
     save_figure,
@@ -382,21 +383,7 @@ def print_table(results: dict) -> list[str]:
     lines.append("")
     lines.append("Ratio nsjax / LIBLINEAR time to 1e-3 relative suboptimality:")
     for ds, per_lam in results.items():
-        for res in per_lam:
-            b = res["methods"].get(LIB, {}).get("time_to", {}).get("0.001")
-            if LIB not in res["methods"]:
-                continue
-            parts = []
-            for name, short in SHORT.items():
-                a = res["methods"][name]["time_to"]["0.001"]
-                if a and b:
-                    mark = "" if a.get("measured") else "~"
-                    parts.append(f"{short} {mark}{a['time_s'] / b['time_s']:.3g}")
-                else:
-                    who = " and ".join(n for n, e in ((short, a), ("LIBLINEAR", b))
-                                       if e is None)
-                    parts.append(f"{short} n/a ({who}: not reached)")
-            lines.append(f"  {ds:36s} lam={res['lam']:.0e}: " + ", ".join(parts))
+        lines += [ratio_line(ds, res, SHORT, LIB) for res in per_lam if LIB in res["methods"]]
     print("\n".join(lines), flush=True)
     return lines
 
