@@ -6,14 +6,14 @@
     sols = nsjax.sweep(prob, [1e-2, 1e-3, 1e-4])
 """
 
-from nsjax import datasets, losses, regularizers, solvers
+from nsjax import datasets, losses, projections, regularizers, solvers
 from nsjax.data import DesignMatrix
-from nsjax.loop import solve, sweep
+from nsjax.loop import solve, solve_batch, sweep
 from nsjax.problem import Problem
 from nsjax.results import RESULTS, History, Solution
 
 __all__ = [
     "RESULTS", "DesignMatrix", "History", "Problem", "Solution", "datasets", "losses",
-    "regularizers", "solve", "solvers", "sweep",
+    "projections", "regularizers", "solve", "solve_batch", "solvers", "sweep",
 ]
 __version__ = "0.1.0"

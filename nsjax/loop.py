@@ -2,9 +2,15 @@
 
 `solve` compiles once per (shapes, dtypes, solver options, max_steps): the problem's data,
 λ and tol are traced arguments. `sweep` vmaps the same loop over λ, so a whole
-regularization path is one XLA program. Each step's J and gap go into preallocated,
-NaN-padded history arrays. A step that produces a non-finite J or w is discarded: the run
-stops with `RESULTS.nonfinite` and keeps the last finite iterate.
+regularization path is one XLA program. The loop owns what every solver shares: the step
+count, the best iterate and best lower bound (`nsjax.solvers.base.Best`), the history
+(`History`: each step's J, the best J so far and its certified gap, NaN-padded) and the
+non-finite guard: a step that produces a non-finite J or w is discarded, and the run stops
+with `RESULTS.nonfinite`, keeping the last finite iterate.
+
+`solve` can itself be called under the user's `jax.jit` or `jax.vmap` (for example over a
+batch of same-shape problems, see `solve_batch`); the checks that need concrete values are
+then skipped and ``result`` stays an int32 array.
 """
 
 from __future__ import annotations
@@ -15,49 +21,44 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nsjax.problem import Problem
+from nsjax.problem import Problem, is_traced
 from nsjax.results import RESULTS, History, Solution
+from nsjax.solvers.base import Best, Solver, core_of
 
 
 def _run(problem, w0, tol, solver, max_steps):
     state = solver.init(problem, w0)
+    best = Best.start(core_of(state))
     nan = jnp.full(max_steps, jnp.nan, problem.dtype)
-    history = History(nan, nan)
-    done0, result0 = solver.terminate(problem, state, tol)
+    history = History(nan, nan, nan)
+    done0, result0 = solver.terminate(problem, state, best, tol)
 
     def cond(carry):
-        state, _, done, _, t = carry
+        *_, done, _, t = carry
         return ~done & (t < max_steps)
 
     def body(carry):
-        state, history, _, _, t = carry
+        state, best, history, _, _, t = carry
         new = solver.step(problem, state)
-        # What the history records: J and the gap at the new iterate (for the bundle
-        # methods, the current iterate rather than the best one).
-        value, gap = solver.record(new) if hasattr(solver, "record") else (new.value, new.gap)
-        finite = (jnp.isfinite(new.value) & jnp.isfinite(value)
-                  & jnp.all(jnp.isfinite(new.w)))
+        core = core_of(new)
+        finite = jnp.isfinite(core.value) & jnp.all(jnp.isfinite(core.w))
         # A cond, not a select over every leaf: that would copy the whole state (an L-BFGS
         # memory holds 2·m·d numbers) at every step.
         new = jax.lax.cond(finite, lambda: new, lambda: state)
-        done, result = solver.terminate(problem, new, tol)
+        best = best.update(core_of(new))
+        done, result = solver.terminate(problem, new, best, tol)
         result = jnp.where(finite, result, RESULTS.nonfinite).astype(jnp.int32)
-        done = done | ~finite
-        history = History(history.value.at[t].set(jnp.where(finite, value, jnp.nan)),
-                          history.gap.at[t].set(jnp.where(finite, gap, jnp.nan)))
-        return new, history, done, result, t + 1
+        nan = jnp.asarray(jnp.nan, problem.dtype)
+        history = History(*(h.at[t].set(jnp.where(finite, v, nan)) for h, v in
+                             zip(history, (core.value, best.value, best.gap), strict=True)))
+        return new, best, history, done | ~finite, result, t + 1
 
-    carry = (state, history, done0, result0, jnp.zeros((), jnp.int32))
-    state, history, done, result, t = jax.lax.while_loop(cond, body, carry)
-    result = jnp.where(done, result, RESULTS.max_steps_reached)
-    if hasattr(solver, "finalize"):
-        # A last, tighter certificate where the solver has one; it can only lower the gap.
-        state = solver.finalize(problem, state, tol)
-        ok = state.gap <= tol * jnp.maximum(1.0, jnp.abs(state.value))
-        result = jnp.where(ok & (result != RESULTS.nonfinite), RESULTS.successful, result)
-    result = result.astype(jnp.int32)
-    return Solution(w=state.w, value=state.value, gap=state.gap, result=result,
-                    num_steps=t, stats=state.stats, history=history)
+    carry = (state, best, history, done0, result0, jnp.zeros((), jnp.int32))
+    state, best, history, done, result, t = jax.lax.while_loop(cond, body, carry)
+    result = jnp.where(done, result, RESULTS.max_steps_reached).astype(jnp.int32)
+    state, best, result = solver.postprocess(problem, state, best, result, tol)
+    return Solution(w=best.w, value=best.value, gap=best.gap, result=result.astype(jnp.int32),
+                    num_steps=t, stats=core_of(state).stats, history=history)
 
 
 _run_jit = jax.jit(_run, static_argnames=("solver", "max_steps"))
@@ -73,31 +74,30 @@ def _default_solver(solver):
         from nsjax.solvers import SubLBFGS
 
         return SubLBFGS()
-    if not all(hasattr(solver, a) for a in ("init", "step", "terminate")):
-        raise TypeError(f"solver must be an nsjax solver (e.g. SubLBFGS()); got {solver!r}.")
+    if not isinstance(solver, Solver):
+        raise TypeError(
+            f"solver must be an nsjax solver (a subclass of nsjax.solvers.Solver, e.g. "
+            f"SubLBFGS()); got {solver!r}."
+        )
     return solver
 
 
-def _check_solver(solver, problem):
-    """Let the solver refuse a problem it cannot handle, before compiling."""
-    if hasattr(solver, "check"):
-        solver.check(problem)
-
-
 def _check_common(problem, w0, max_steps, tol):
+    """Refuse bad arguments before compiling; return w0 as an array of the problem's dtype.
+    Values that are traced (the caller's jit or vmap) cannot be inspected and pass."""
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be an nsjax.Problem; got {type(problem).__name__}.")
     if not (isinstance(max_steps, (int, np.integer)) and max_steps >= 1):
         raise ValueError(f"max_steps must be an int >= 1; got {max_steps!r}.")
-    if not (np.isfinite(tol) and tol >= 0):
+    if not is_traced(tol) and not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be finite and >= 0; got {tol!r}.")
     shape = problem.w_shape
     if w0 is None:
         return jnp.zeros(shape, problem.dtype)
-    w0 = np.asarray(w0)
-    if w0.shape != shape:
-        raise ValueError(f"w0 must have shape {shape} to match the problem; got {w0.shape}.")
-    if not np.all(np.isfinite(w0)):
+    if jnp.shape(w0) != shape:
+        raise ValueError(
+            f"w0 must have shape {shape} to match the problem; got {jnp.shape(w0)}.")
+    if not is_traced(w0) and not np.all(np.isfinite(np.asarray(w0))):
         raise ValueError("w0 contains NaN or inf.")
     return jnp.asarray(w0, problem.dtype)
 
@@ -108,24 +108,40 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
     Args:
         problem: an `nsjax.Problem`.
         solver: a solver from `nsjax.solvers`.
-        w0: the starting point, shape (d,); default zeros (as in paper 000, Sec. 7).
+        w0: the starting point, shape ``problem.w_shape``; default zeros (paper 000, Sec. 7).
         max_steps: cap on outer iterations (also the length of ``history``).
         tol: stop when the certified gap is ≤ tol · max(1, |J|).
         jit: False runs the same code eagerly (for debugging; slow).
-        throw: raise RuntimeError if the run ends with a failure status.
+        throw: raise RuntimeError if the run ends with a failure status (not available
+            under the caller's jit or vmap, where the status is a traced array).
 
     Returns:
-        A `Solution`; ``sol.result`` is a `RESULTS` member.
+        A `Solution`; ``sol.result`` is a `RESULTS` member (an int32 array when ``solve``
+        is called under the caller's jit or vmap).
+
+    Example:
+        >>> import jax, nsjax
+        >>> X, y = nsjax.datasets.breast_cancer()
+        >>> prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-2), X, y)
+        >>> sol = nsjax.solve(prob, nsjax.solvers.BMRM(), tol=1e-6)
+        >>> sol.result
+        <RESULTS.successful: 0>
+        >>> w = jax.jit(lambda p: nsjax.solve(p, nsjax.solvers.BMRM()).w)(prob)
     """
     solver = _default_solver(solver)
     w0 = _check_common(problem, w0, max_steps, tol)
     tol = jnp.asarray(tol, problem.dtype)
-    _check_solver(solver, problem)
+    solver.check(problem)
     if jit:
         sol = _run_jit(problem, w0, tol, solver, int(max_steps))
     else:
         with jax.disable_jit():
             sol = _run(problem, w0, tol, solver, int(max_steps))
+    if is_traced(sol.result):
+        if throw:
+            raise ValueError("throw=True needs a concrete result; under jit or vmap inspect "
+                             "sol.result (an int32 array) instead.")
+        return sol
     sol = sol._replace(result=RESULTS(int(sol.result)))
     if throw and sol.result.is_failure:
         raise RuntimeError(f"{type(solver).__name__} failed: {sol.result.message}")
@@ -133,11 +149,21 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
 
 
 def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6):
-    """Solve ``problem`` for every λ in ``lams`` in one compiled, vmapped program.
+    """Solve ``problem`` for every strength in ``lams`` in one compiled, vmapped program.
+
+    The strength is the regularizer's (λ of `L2`); see `Problem.with_lam`.
 
     Returns:
         A `Solution` whose fields are stacked along a leading axis of length len(lams);
         ``result`` is an int32 array (compare with `RESULTS` members).
+
+    Example:
+        >>> import nsjax
+        >>> X, y = nsjax.datasets.breast_cancer()
+        >>> prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1.0), X, y)
+        >>> sols = nsjax.sweep(prob, [1e-1, 1e-2], nsjax.solvers.BMRM())
+        >>> sols.w.shape
+        (2, 30)
     """
     solver = _default_solver(solver)
     w0 = _check_common(problem, w0, max_steps, tol)
@@ -146,6 +172,52 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6):
         raise ValueError(f"lams must be a non-empty 1-D sequence; got shape {lams.shape}.")
     if not np.all(np.isfinite(lams)) or np.any(lams < 0):
         raise ValueError(f"every lam must be finite and >= 0; got {lams.tolist()}.")
-    _check_solver(solver, problem.with_lam(float(lams.min())))
+    solver.check(problem.with_lam(float(lams.min())))
     return _sweep_jit(problem, jnp.asarray(lams, problem.dtype), w0,
                       jnp.asarray(tol, problem.dtype), solver, int(max_steps))
+
+
+def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
+    """Solve a batch of same-shape problems in one compiled, vmapped program.
+
+    Args:
+        problems: a list of `Problem`s with the same shapes, loss options and classes
+            (dense data; a sparse layout depends on the matrix), or one `Problem` whose
+            arrays already carry a leading batch axis.
+        solver, w0, max_steps, tol: as for `solve` (one w0 for all).
+
+    Returns:
+        A `Solution` stacked along a leading axis, as from `sweep`.
+
+    Example:
+        >>> import nsjax, numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> probs = [nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.1),
+        ...                        rng.normal(size=(20, 3)), np.arange(20) % 2)
+        ...          for _ in range(4)]
+        >>> nsjax.solve_batch(probs, nsjax.solvers.BMRM()).w.shape
+        (4, 3)
+    """
+    solver = _default_solver(solver)
+    if isinstance(problems, Problem):
+        stacked = problems
+    else:
+        problems = list(problems)
+        if not problems:
+            raise ValueError("problems is empty; pass at least one Problem.")
+        first = jax.tree_util.tree_structure(problems[0])
+        for i, p in enumerate(problems):
+            if not isinstance(p, Problem) or jax.tree_util.tree_structure(p) != first:
+                raise ValueError(
+                    f"problems[{i}] differs from problems[0] in its structure (loss options, "
+                    "classes, shape or sparse layout); a batch needs problems of one kind.")
+        stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *problems)
+    one = jax.tree_util.tree_map(lambda x: x[0], stacked)
+    w0 = _check_common(one, w0, max_steps, tol)
+    solver.check(one)
+    return _batch_jit(stacked, w0, jnp.asarray(tol, one.dtype), solver, int(max_steps))
+
+
+@functools.partial(jax.jit, static_argnames=("solver", "max_steps"))
+def _batch_jit(problems, w0, tol, solver, max_steps):
+    return jax.vmap(lambda p: _run(p, w0, tol, solver, max_steps))(problems)

@@ -1,14 +1,17 @@
-"""`Problem`: loss + regularizer + data, J(w) = λ Ω(w) + R(X w).
+"""`Problem`: loss + regularizer + data, J(w) = λΩ(w) + R(X w).
 
-It gives what the solvers of paper 000 need: J, a subgradient (eq. 21), the oracle
-argsup_{g∈∂J} gᵀp (eqs. 22–23), the restriction of J to a line (eq. 25), and a dual
-point for a certified gap. All quantities that depend on the data go through the scores
-S = X w, so one matvec X p serves the oracle and the line search alike.
+It owns every oracle a solver needs, so that solvers never reach into the loss, the
+regularizer or X: J, a subgradient (paper 000, eq. 21), the oracle argsup_{g∈∂J} gᵀp
+(eqs. 22–23), the restriction of J to a line (the loss's lines plus the regularizer's
+pieces for the exact line search, eq. 25; Φ and its directional derivative for the Wolfe
+search), cutting planes for bundle methods (paper 001, eq. 3) and dual values for certified
+gaps. Everything that depends on the data goes through the scores S = X w, so one product
+X p serves the oracle and the line search alike.
 """
 
 from __future__ import annotations
 
-import dataclasses
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -16,74 +19,80 @@ import numpy as np
 import scipy.sparse as sp
 
 from nsjax.data import DesignMatrix
-from nsjax.regularizers import L2
+from nsjax.losses.labels import is_traced
+from nsjax.regularizers import L2, REQUIRED
+
+__all__ = ["Line", "Problem", "is_traced"]
+
+
+class Line(NamedTuple):
+    """J along w + η p, η ≥ 0: const + c η + h η²/2 + Σ_i max_j (b_ij + η a_ij).
+
+    ``b``, ``a`` (n', r) stack the loss's lines and the regularizer's kinked terms; (c, h)
+    is the regularizer's smooth part. `nsjax.solvers.line_search.exact_line_search` takes
+    exactly this.
+    """
+
+    b: jax.Array
+    a: jax.Array
+    c: jax.Array
+    h: jax.Array
 
 
 @jax.tree_util.register_pytree_node_class
 class Problem:
-    """A regularized risk minimization problem.
+    """A regularized risk minimization problem, J(w) = λΩ(w) + R(X w).
 
     Args:
         loss: a loss from `nsjax.losses` (Hinge, Logistic, MaxAffine, ...).
-        reg: a regularizer from `nsjax.regularizers`, or None for no regularization
-            (allowed where the risk is bounded below, as in the toy problem (17)).
+        reg: a regularizer implementing `nsjax.regularizers.Regularizer` (L2, ...), or
+            None for no regularization (allowed where the risk is bounded below, as in the
+            toy problem (17)).
         X: data, shape (n, d): numpy, jax array, scipy.sparse or BCOO; float32 or float64.
-        y: labels, shape (n,). Binary losses accept any two distinct values; the sorted
-            pair is mapped to (−1, +1) and kept in ``classes``. Losses without labels
+        y: labels as the loss takes them (`nsjax.losses.labels`): binary losses accept any
+            two values (the sorted pair becomes (−1, +1), kept in ``classes``), multiclass
+            losses any K values, multilabel losses label sets; losses without labels
             (MaxAffine) take None.
         dtype: the float dtype to compute in; default: X's.
+        classes: the class values, if y is already encoded (±1 for binary losses, indices
+            0..K−1 for multiclass, an (n, K) mask for multilabel). Needed when the problem
+            is built from traced arrays (inside `jax.jit` or `jax.vmap`), where labels
+            cannot be sorted; the other checks of values (NaN in X, label values) are then
+            skipped, and shapes are still checked.
 
     Raises:
         ValueError / TypeError: on bad input, before anything is compiled.
+
+    A Problem is a pytree (X, y, the loss's and the regularizer's arrays are leaves), so
+    it can be an argument of `jax.jit` and problems of one shape can be stacked and
+    vmapped (`nsjax.solve_batch`).
 
     Example:
         >>> import nsjax
         >>> X, y = nsjax.datasets.breast_cancer()
         >>> prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-3), X, y)
-        >>> sol = nsjax.solve(prob, nsjax.solvers.SubLBFGS())
+        >>> prob.w_shape, prob.classes
+        ((30,), (0, 1))
+        >>> float(prob.objective(prob.zeros()))  # J(0) = mean hinge at 0 = 1
+        1.0
     """
 
-    def __init__(self, loss, reg, X, y=None, *, dtype=None):
-        if reg is None:
-            reg = L2(0.0)
-        if not isinstance(reg, L2):
-            raise TypeError(
-                f"reg must be nsjax.regularizers.L2(lam) or None; got {type(reg).__name__}."
-            )
-        _check_lam(reg.lam)
-        if not hasattr(loss, "risk"):
+    def __init__(self, loss, reg, X, y=None, *, dtype=None, classes=None):
+        reg = L2(0.0) if reg is None else reg
+        _check_regularizer(reg)
+        _check_strength(reg.strength)
+        if not all(hasattr(loss, m) for m in ("risk", "dscores", "argsup", "encode_labels")):
             raise TypeError(f"loss must be an nsjax loss (e.g. Hinge()); got {loss!r}.")
         _check_X(X)
         self.X = DesignMatrix.from_any(X, dtype)
-        n = self.X.shape[0]
-        dt = self.X.dtype
-        self.reg = L2(jnp.asarray(reg.lam, dt))
-        self.classes = None
-        self.num_outputs = None  # K for losses of a score matrix (n, K), else None
-        if getattr(loss, "binary", False) or getattr(loss, "multiclass", False) or getattr(
-                loss, "multilabel", False):
-            if y is None:
-                raise ValueError(f"{type(loss).__name__} needs labels y; got y=None.")
-        if getattr(loss, "binary", False):
-            self.y, self.classes = _encode_binary(y, n, dt)
-        elif getattr(loss, "multiclass", False):
-            self.y, self.classes = _encode_multiclass(y, n)
-            self.num_outputs = len(self.classes)
-            loss = _check_delta(loss, self.num_outputs, dt)
-        elif getattr(loss, "multilabel", False):
-            self.y, self.classes = _encode_multilabel(y, n)
-            self.num_outputs = len(self.classes)
-            loss = _check_delta(loss, self.num_outputs, dt)
-        elif y is not None:
-            y = np.asarray(y)
-            if y.shape[0] != n:
-                raise ValueError(f"X has {n} rows but y has {y.shape[0]} entries.")
-            self.y = jnp.asarray(y)
-        else:
-            self.y = None
-        if hasattr(loss, "slopes"):
-            loss = _check_max_affine(loss, n, dt)
-        self.loss = loss
+        n, dt = self.X.shape[0], self.X.dtype
+        if y is not None and classes is None and is_traced(y):
+            raise ValueError("y is traced (inside jit or vmap): pass it already encoded, "
+                             "with classes=... (see nsjax.Problem).")
+        self.y, self.classes = loss.encode_labels(y, n, dt, classes)
+        self.num_outputs = loss.num_outputs(self.classes)
+        self.loss = loss.prepare(n, self.num_outputs, dt)
+        self.reg = reg.with_strength(jnp.asarray(reg.strength, dt))
 
     # -- pytree -----------------------------------------------------------------------
     def tree_flatten(self):
@@ -99,71 +108,175 @@ class Problem:
     def with_lam(self, lam) -> Problem:
         """The same problem with regularization strength ``lam`` (traced inside jit)."""
         return Problem.tree_unflatten((self.classes, self.num_outputs),
-                                      (self.loss, L2(lam), self.X, self.y))
+                                      (self.loss, self.reg.with_strength(lam), self.X, self.y))
 
+    # -- shapes -----------------------------------------------------------------------
     @property
     def w_shape(self) -> tuple:
         """(d,) for one score per example, (d, K) for K scores per example."""
         d = self.X.shape[1]
         return (d,) if self.num_outputs is None else (d, self.num_outputs)
 
-    # -- the objective ----------------------------------------------------------------
     @property
     def lam(self):
-        return self.reg.lam
+        """The regularizer's strength (λ of `L2`)."""
+        return self.reg.strength
 
     @property
     def dtype(self):
         return self.X.dtype
 
+    def zeros(self):
+        """The zero weights, shape `w_shape`."""
+        return jnp.zeros(self.w_shape, self.dtype)
+
+    # -- what solvers may ask ---------------------------------------------------------
     @property
     def has_lines(self) -> bool:
-        """Whether the loss gives its lines, so the exact line search applies."""
-        return hasattr(self.loss, "lines") and getattr(self.loss, "has_lines", True)
+        """Whether J restricted to a line is piecewise quadratic with known pieces, so the
+        exact line search applies (the loss gives its lines)."""
+        return self.loss.has_lines
+
+    @property
+    def has_dual_certificate(self) -> bool:
+        """Whether the loss offers a tight end-of-run certificate (`dual_certificate`)."""
+        return hasattr(self.loss, "dual_certificate")
+
+    @property
+    def has_conjugate(self) -> bool:
+        """Whether the loss gives R*, so that `dual_value` takes any dual point u."""
+        return hasattr(self.loss, "conjugate")
+
+    @property
+    def quadratic_regularizer(self) -> bool:
+        """Whether Ω = ½‖w‖², so that w = −Xᵀu/λ for a dual point u (bundle methods)."""
+        return self.reg.quadratic
 
     def scores(self, w):
+        """X w."""
         return self.X.mv(w)
 
-    def value(self, w, S):
-        """J(w) from w and its scores S = X w."""
+    mv = scores
+
+    def rmv(self, u):
+        """Xᵀ u: a score-space vector (a dual point, a score subgradient) in weight space."""
+        return self.X.rmv(u)
+
+    def value(self, w, S=None):
+        """J(w), from its scores S = X w where given (else one product with X)."""
+        S = self.scores(w) if S is None else S
         return self.reg.value(w) + self.loss.risk(S, self.y)
 
+    def objective(self, w):
+        """J(w) (computes the scores)."""
+        return self.value(w)
+
     def subgradient(self, w, S):
-        """An element g = λw + Xᵀu of ∂J(w) (eq. 21) and its score part u ∈ ∂R(S)."""
+        """An element g = g_reg + Xᵀu of ∂J(w) (eq. 21), g_reg ∈ ∂(λΩ)(w), u ∈ ∂R(S):
+        returns (g, u, g_reg)."""
         u = self.loss.dscores(S, self.y)
-        return self.reg.grad(w) + self.X.rmv(u), u
+        g_reg = self.reg.subgradient(w)
+        return g_reg + self.rmv(u), u, g_reg
 
     def oracle(self, w, S, p, dS):
-        """argsup_{g∈∂J(w)} gᵀp in score space (eqs. 22–23): returns (u, sup gᵀp)."""
+        """argsup_{g∈∂J(w)} gᵀp (eqs. 22–23) without a product with Xᵀ: returns
+        (g_reg, u, sup) with g = g_reg + Xᵀu and sup = gᵀp, from dS = X p."""
+        g_reg, reg_slope = self.reg.argsup(w, p)
         u = self.loss.argsup(S, dS, self.y)
-        return u, self.reg.line(w, p)[0] + jnp.vdot(u, dS)
+        return g_reg, u, reg_slope + jnp.vdot(u, dS)
 
-    def dual_value(self, w, S, u, Xtu):
-        """A lower bound on min J from a score-space dual point u with Xtu = Xᵀu.
+    def certified_subgradient(self, w, S, p, dS, theta):
+        """The subgradient at w that an exact line search along p certifies:
+        θ·argsup along p + (1 − θ)·argsup along −p, on the kinks at w (θ from
+        `LineSearchResult.theta`). Returns (g, u, g_reg) as `subgradient` does."""
+        up, u_up, _ = self.oracle(w, S, p, dS)
+        down, u_down, _ = self.oracle(w, S, -p, -dS)
+        u = theta * u_up + (1 - theta) * u_down
+        # down + θ(up − down), not θ·up + (1 − θ)·down: exact where both parts agree (a
+        # smooth regularizer), so g does not pick up rounding there.
+        g_reg = down + theta * (up - down)
+        return g_reg + self.rmv(u), u, g_reg
+
+    def line(self, w, S, p, dS) -> Line:
+        """The restriction of J to w + η p, η ≥ 0, as a `Line` (paper 000, eqs. 25, 33):
+        the loss's lines stacked with the regularizer's kinked terms (padded with lines of
+        offset −inf where their counts differ)."""
+        b, a = self.loss.lines(S, dS, self.y)
+        reg = self.reg.line(w, p)
+        if reg.b is not None:
+            r = max(b.shape[1], reg.b.shape[1])
+            b = jnp.concatenate([_pad_lines(b, r, -jnp.inf), _pad_lines(reg.b, r, -jnp.inf)])
+            a = jnp.concatenate([_pad_lines(a, r, 0.0), _pad_lines(reg.a, r, 0.0)])
+        return Line(b, a, reg.c, reg.h)
+
+    def restrict(self, w, S, p, dS):
+        """Φ(η) = J(w + η p) for the Wolfe search: returns η ↦ (Φ(η), sup ∂Φ(η))."""
+
+        def phi(eta):
+            w_eta, S_eta = w + eta * p, S + eta * dS
+            return self.value(w_eta, S_eta), self.oracle(w_eta, S_eta, p, dS)[2]
+
+        return phi
+
+    def cut(self, w, S):
+        """J(w) and the cutting plane of R at w (paper 001, eq. 3): (J(w), a, b) with
+        a = Xᵀu, u ∈ ∂R(S), b = R(w) − ⟨a, w⟩, so R(v) ≥ ⟨a, v⟩ + b for all v."""
+        risk = self.loss.risk(S, self.y)
+        a = self.rmv(self.loss.dscores(S, self.y))
+        return self.reg.value(w) + risk, a, risk - jnp.vdot(a, w)
+
+    def dual_value(self, u, S=None, Xtu=None):
+        """A lower bound on min J from a score-space dual point u.
 
         Fenchel duality: D(u) = −R*(u) − (λΩ)*(−Xᵀu) ≤ J* for every u. Where the loss
         gives no conjugate, u must lie in ∂R(S) (as every aggregated subgradient of
-        direction finding does), and then R*(u) = ⟨u, S⟩ − R(S). For the hinge,
-        R*(s u) = s R*(u) on the dual box, so the best scalar s (a 1-D concave quadratic)
-        is taken at no extra cost (DESIGN.md, Numerics).
+        direction finding does) and S must be given: then R*(u) = ⟨u, S⟩ − R(S). Where
+        R*(s u) = s R*(u) on the dual box (the hinge), the best scalar s is taken at no
+        extra cost (`Regularizer.scaled_dual`; DESIGN.md, Numerics).
+
+        Args:
+            u: the dual point, shape of the scores.
+            S: scores at which u is a subgradient (needed without a loss conjugate).
+            Xtu: Xᵀu where already known; else one product with Xᵀ.
         """
+        Xtu = self.rmv(u) if Xtu is None else Xtu
         if hasattr(self.loss, "conjugate"):
             rstar = self.loss.conjugate(u, self.y)
+        elif S is None:
+            raise ValueError(f"{type(self.loss).__name__} has no conjugate: dual_value needs "
+                             "the scores S at which u is a subgradient.")
         else:
             rstar = jnp.vdot(u, S) - self.loss.risk(S, self.y)
-        base = -rstar - self.reg.conjugate(Xtu)
+        base = -rstar - self.reg.conjugate(-Xtu)
         if not hasattr(self.loss, "dual_scale_limit"):
             return base
-        lam = self.reg.lam
-        sq = jnp.vdot(Xtu, Xtu)
         s_max = self.loss.dual_scale_limit(u, self.y)
-        s = jnp.clip(-rstar * lam / jnp.maximum(sq, jnp.finfo(sq.dtype).tiny), 0.0, s_max)
-        scaled = -s * rstar - s * s * sq / (2 * jnp.maximum(lam, jnp.finfo(sq.dtype).tiny))
-        return jnp.where((lam > 0) & jnp.isfinite(rstar), jnp.maximum(base, scaled), base)
+        return jnp.maximum(base, self.reg.scaled_dual(rstar, Xtu, s_max))
+
+    def dual_certificate(self, w, S=None):
+        """(a tight lower bound on min J near w, products with X or Xᵀ spent), where the
+        loss has one (`has_dual_certificate`), else (−inf, 0)."""
+        if not self.has_dual_certificate:
+            return jnp.asarray(-jnp.inf, self.dtype), jnp.zeros((), jnp.int32)
+        S = self.scores(w) if S is None else S
+        return self.loss.dual_certificate(self, w, S)
 
 
-def _check_lam(lam):
-    if isinstance(lam, jax.core.Tracer):
+def _pad_lines(x, r, fill):
+    return jnp.pad(x, ((0, 0), (0, r - x.shape[1])), constant_values=fill)
+
+
+def _check_regularizer(reg):
+    missing = [m for m in REQUIRED if not hasattr(reg, m)]
+    if missing:
+        raise TypeError(
+            f"reg must implement nsjax.regularizers.Regularizer (e.g. L2(lam)); "
+            f"{type(reg).__name__} lacks {', '.join(missing)}."
+        )
+
+
+def _check_strength(lam):
+    if is_traced(lam):
         return
     arr = np.asarray(lam)
     if arr.ndim != 0:
@@ -180,111 +293,22 @@ def _check_X(X):
     if sp.issparse(X):
         shape, data = X.shape, X.data
     elif hasattr(X, "indices") and hasattr(X, "data") and hasattr(X, "todense"):  # BCOO
-        shape, data = X.shape, np.asarray(X.data)
+        shape, data = X.shape, X.data
     else:
-        data = np.asarray(X)
-        shape = data.shape
-        if data.ndim != 2:
+        data = X if is_traced(X) else np.asarray(X)
+        shape = jnp.shape(data)
+        if len(shape) != 2:
             raise ValueError(f"X must be 2-D with shape (n, d); got shape {shape}.")
-        if not np.issubdtype(data.dtype, np.number):
+        if not jnp.issubdtype(data.dtype, jnp.number):
             raise ValueError(f"X must be numeric; got dtype {data.dtype}.")
     if shape[0] == 0 or shape[1] == 0:
         raise ValueError(f"X is empty (shape {shape}); a problem needs n >= 1 and d >= 1.")
+    if is_traced(data):
+        return  # values unknown under tracing: checked by the non-finite guard of the loop
+    data = np.asarray(data)
     if not np.all(np.isfinite(data)):
         bad = int(np.size(data) - np.count_nonzero(np.isfinite(data)))
         raise ValueError(
             f"X contains {bad} NaN or inf entries; impute or drop them before building "
             "the Problem."
         )
-
-
-def _check_labels(y, n):
-    """y as a 1-D array of n finite labels, its sorted classes and each label's class index."""
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D labels with shape (n,); got shape {y.shape}.")
-    if y.shape[0] != n:
-        raise ValueError(
-            f"X has {n} rows but y has {y.shape[0]} entries; they must have the same length."
-        )
-    if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or inf; every example needs a finite label.")
-    classes, index = np.unique(y, return_inverse=True)
-    return classes, index
-
-
-def _encode_binary(y, n, dtype):
-    classes, index = _check_labels(y, n)
-    if classes.size != 2:
-        raise ValueError(
-            f"a binary loss needs exactly two classes in y; found {classes.size} "
-            f"({classes[:10].tolist()}{' ...' if classes.size > 10 else ''})."
-        )
-    return jnp.asarray(np.where(index == 1, 1.0, -1.0), dtype), tuple(classes.tolist())
-
-
-def _encode_multiclass(y, n):
-    classes, index = _check_labels(y, n)
-    if classes.size < 2:
-        raise ValueError(f"a multiclass loss needs at least two classes in y; found {classes}.")
-    return jnp.asarray(index, jnp.int32), tuple(classes.tolist())
-
-
-def _encode_multilabel(y, n):
-    """Label sets as an (n, K) bool mask, from lists, a sparse indicator or a dense 0/1 matrix."""
-    if sp.issparse(y):
-        Y = np.asarray(y.toarray()) != 0
-        classes = tuple(range(Y.shape[1]))
-    elif isinstance(y, (list, tuple)) and (len(y) == 0 or not np.isscalar(y[0])):
-        labels = sorted({z for row in y for z in row})
-        pos = {z: k for k, z in enumerate(labels)}
-        Y = np.zeros((len(y), len(labels)), bool)
-        for i, row in enumerate(y):
-            Y[i, [pos[z] for z in row]] = True
-        classes = tuple(labels)
-    else:
-        arr = np.asarray(y)
-        if arr.ndim != 2 or not np.all((arr == 0) | (arr == 1)):
-            raise ValueError(
-                "multilabel y must be a list of label lists, a scipy sparse indicator matrix "
-                f"or a dense 0/1 matrix of shape (n, K); got an array of shape {arr.shape}."
-            )
-        Y = arr.astype(bool)
-        classes = tuple(range(Y.shape[1]))
-    if Y.shape[0] != n:
-        raise ValueError(f"X has {n} rows but y has {Y.shape[0]} label sets.")
-    if Y.shape[1] < 2:
-        raise ValueError(f"a multilabel loss needs at least two labels; found {Y.shape[1]}.")
-    empty = np.flatnonzero(~Y.any(axis=1))
-    if empty.size:
-        raise ValueError(
-            f"{empty.size} examples have no label (first: row {empty[0]}); every example needs "
-            "at least one."
-        )
-    return jnp.asarray(Y), classes
-
-
-def _check_delta(loss, K, dtype):
-    if loss.delta is None:
-        return loss
-    D = np.asarray(loss.delta, dtype=float)
-    if D.shape != (K, K):
-        raise ValueError(f"delta must have shape (K, K) = ({K}, {K}); got {D.shape}.")
-    if not np.all(np.isfinite(D)) or np.any(D < 0) or np.any(np.diag(D) != 0):
-        raise ValueError("delta must be finite, >= 0, with a zero diagonal (Δ(z, z) = 0).")
-    return dataclasses.replace(loss, delta=jnp.asarray(D, dtype))
-
-
-def _check_max_affine(loss, n, dtype):
-    a = np.asarray(loss.slopes)
-    if a.ndim != 2 or a.shape[0] != n:
-        raise ValueError(f"MaxAffine slopes must have shape (n={n}, r); got {a.shape}.")
-    b = None if loss.offsets is None else np.asarray(loss.offsets)
-    if b is not None and b.shape != a.shape:
-        raise ValueError(f"MaxAffine offsets must have shape {a.shape}; got {b.shape}.")
-    for name, arr in (("slopes", a), ("offsets", b)):
-        if arr is not None and not np.all(np.isfinite(arr)):
-            raise ValueError(f"MaxAffine {name} contain NaN or inf.")
-    return type(loss)(
-        jnp.asarray(a, dtype), None if b is None else jnp.asarray(b, dtype), loss.reduction
-    )

@@ -13,63 +13,62 @@ import jax.numpy as jnp
 
 
 class RESULTS(enum.IntEnum):
-    """Why a solver stopped. Compare with ``sol.result == RESULTS.successful``."""
+    """Why a solver stopped. Compare with ``sol.result == RESULTS.successful``.
 
-    running = -1
-    successful = 0
-    max_steps_reached = 1
-    linesearch_failed = 2
-    direction_failed = 3
-    nonfinite = 4
-    unbounded = 5
-    stalled = 6
+    Each member carries its explanation in ``.message``:
 
-    @property
-    def message(self) -> str:
-        return _MESSAGES[self]
+        >>> from nsjax import RESULTS
+        >>> RESULTS.max_steps_reached.message
+        'max_steps was reached before the gap fell below tol; raise max_steps or tol.'
+    """
+
+    def __new__(cls, code: int, message: str):
+        member = int.__new__(cls, code)
+        member._value_ = code
+        member.message = message
+        return member
+
+    running = -1, "The solver has not finished."
+    successful = 0, "Converged: the certified gap is below tol * max(1, |J|)."
+    max_steps_reached = (
+        1, "max_steps was reached before the gap fell below tol; raise max_steps or tol.")
+    linesearch_failed = (
+        2, "The line search found no step satisfying the subgradient Wolfe conditions (16).")
+    direction_failed = (
+        3, "Direction finding (Alg. 2 of Yu et al.) found no descent direction within k_max "
+        "iterations and the gap is not below tol; raise k_max or tol.")
+    nonfinite = (
+        4, "A non-finite value (NaN or inf) appeared; the last finite iterate was kept. "
+        "Check the data scale and the regularization strength.")
+    unbounded = (
+        5, "The objective decreases without bound along a direction (eta* = inf); "
+        "add regularization (lam > 0).")
+    stalled = (
+        6, "The objective's relative change averaged over 5 iterations fell below stall_tol "
+        "before the certified gap reached tol.")
 
     @property
     def is_failure(self) -> bool:
+        """True for the statuses `solve(..., throw=True)` raises on."""
         return self not in (RESULTS.successful, RESULTS.stalled, RESULTS.running)
 
 
-_MESSAGES = {
-    RESULTS.running: "The solver has not finished.",
-    RESULTS.successful: "Converged: the certified gap is below tol * max(1, |J|).",
-    RESULTS.max_steps_reached: (
-        "max_steps was reached before the gap fell below tol; raise max_steps or tol."
-    ),
-    RESULTS.linesearch_failed: (
-        "The line search found no step satisfying the subgradient Wolfe conditions (16)."
-    ),
-    RESULTS.direction_failed: (
-        "Direction finding (Alg. 2 of Yu et al.) found no descent direction within k_max "
-        "iterations and the gap is not below tol; raise k_max or tol."
-    ),
-    RESULTS.nonfinite: (
-        "A non-finite value (NaN or inf) appeared; the last finite iterate was kept. "
-        "Check the data scale and the regularization strength."
-    ),
-    RESULTS.unbounded: (
-        "The objective decreases without bound along a direction (eta* = inf); "
-        "add regularization (lam > 0)."
-    ),
-    RESULTS.stalled: (
-        "The objective's relative change averaged over 5 iterations fell below stall_tol "
-        "before the certified gap reached tol."
-    ),
-}
-
-
 class History(NamedTuple):
-    """Per-iteration records, length ``max_steps``, NaN-padded after the last step.
+    """Per-step records, length ``max_steps``, NaN-padded after the last step.
+
+    Recorded the same way for every solver, after each step t = 1, 2, ...:
 
     Attributes:
-        value: J(w_t) after step t.
-        gap: the certified gap after step t (inf where none exists).
+        value: J(w_t) of the step's own iterate. Bundle and accelerated methods are not
+            monotone, so this curve can go up.
+        best: min_{t' ≤ t} J(w_t') over the iterates so far (w_0 included): the value
+            `solve` would return if it stopped after step t.
+        gap: the certified gap of that best iterate, best − (the best lower bound on
+            min J found so far); inf where the method has none yet.
     """
 
     value: Any
+    best: Any
     gap: Any
 
 
@@ -77,13 +76,13 @@ class Solution(NamedTuple):
     """What `nsjax.solve` returns (stacked along a leading axis by `nsjax.sweep`).
 
     Attributes:
-        w: the weights, shape (d,): the best iterate found.
+        w: the weights, shape (d,) or (d, K): the best iterate found.
         value: J(w).
-        gap: a certified upper bound on J(w) - min J (inf where the method has none).
+        gap: a certified upper bound on J(w) − min J (inf where the method has none).
         result: a `RESULTS` member (an int32 array inside jit/vmap).
         num_steps: outer iterations taken.
         stats: dict of int counters (matvecs, direction-finding iterations, ...).
-        history: `History` of per-iteration values and gaps.
+        history: `History` of per-step values, best values and gaps.
     """
 
     w: Any

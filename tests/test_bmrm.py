@@ -7,7 +7,8 @@ import pytest
 from reference import cvxpy_optimum, random_binary
 
 import nsjax
-from nsjax.solvers.simplex_qp import project_simplex, simplex_qp_objective, solve_simplex_qp
+from nsjax.projections import project_simplex
+from nsjax.solvers.simplex_qp import simplex_qp_objective, solve_simplex_qp
 
 VARIANTS = {
     "qp": nsjax.solvers.BMRM(),

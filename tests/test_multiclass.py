@@ -144,8 +144,7 @@ def test_exact_line_search_equals_brute_force(kind, seed, bracket):
     prob = nsjax.Problem(loss, L2(0.05), X, y)
     W, P = jnp.asarray(rng.normal(size=(d, K))), jnp.asarray(rng.normal(size=(d, K)))
     S, dS = prob.scores(W), prob.scores(P)
-    b, a = prob.loss.lines(S, dS, prob.y)
-    c_reg, h = prob.reg.line(W, P)
+    b, a, c_reg, h = prob.line(W, S, P, dS)
     c0 = float(c_reg) + float(np.sum(np.max(np.where(
         np.asarray(b) == np.max(np.asarray(b), 1, keepdims=True), np.asarray(a), -np.inf), 1)))
     if c0 >= 0:
@@ -189,7 +188,7 @@ def test_oracle_attains_sup_and_is_a_subgradient(kind, seed):
     W = jnp.asarray(rng.integers(-1, 2, size=(d, K)).astype(float))
     P = jnp.asarray(rng.normal(size=(d, K)))
     S, dS = prob.scores(W), prob.scores(P)
-    u, sup = prob.oracle(W, S, P, dS)
+    _, u, sup = prob.oracle(W, S, P, dS)
     # Vertices of ∂R: per example, one-hot choices among its worst labels / pairs.
     values = np.asarray(prob.loss._values(S, prob.y))
     verts = []

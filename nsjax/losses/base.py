@@ -1,7 +1,7 @@
 """What a loss provides, and helpers shared by the piecewise-linear losses.
 
-A loss never sees w: it maps scores S = X w (shape (n,)) and labels y to a risk R(S).
-Every loss gives
+A loss never sees w: it maps scores S = X w (shape (n,) or (n, K)) and labels y to a risk
+R(S). Every loss subclasses `Loss` and gives
 
 - ``risk(S, y)``: the empirical risk R(S), a scalar;
 - ``dscores(S, y)``: an element u of ∂R(S) (so λw + Xᵀu ∈ ∂J(w));
@@ -14,7 +14,13 @@ and may give
   Σ_i max_j (b_ij + η a_ij) for η ≥ 0 (paper 000, eq. 33): the exact line search needs them;
 - ``conjugate(u, y)``: R*(u), for duality gaps from any dual point;
 - ``dual_scale_limit(u, y)``: where R*(s u) = s R*(u) for 0 ≤ s ≤ this limit (hinge), so a
-  dual point can be improved by the best scalar s (see `nsjax.problem.Problem.dual_value`).
+  dual point can be improved by the best scalar s (see `nsjax.problem.Problem.dual_value`);
+- ``dual_certificate(problem, w, S)``: a tight lower bound on min J near w and the products
+  with X it cost (the hinge's band fit, `nsjax.losses.hinge_certificate`).
+
+The labels a loss accepts and how it encodes them come from ``encode_labels`` and
+``num_outputs`` (`nsjax.losses.labels`); ``prepare`` checks and casts the loss's own
+parameters against the problem's size.
 
 Kinks are decided with a relative tolerance (`active_tol`): after an exact line search the
 iterate sits on a hinge only up to rounding, and treating it as off the hinge would hide the
@@ -25,6 +31,33 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+
+from nsjax.losses.labels import check_length
+
+
+class Loss:
+    """Base of every loss: no labels (``y=None``) and one score per example by default."""
+
+    @property
+    def has_lines(self) -> bool:
+        """Whether the loss gives its lines, so the exact line search applies."""
+        return hasattr(self, "lines")
+
+    def encode_labels(self, y, n, dtype, classes=None):
+        """(labels as the loss uses them, class values or None). This default keeps y (if
+        any) as it is, checking only its length."""
+        if y is None:
+            return None, None
+        check_length(y, n)
+        return jnp.asarray(y), None if classes is None else tuple(classes)
+
+    def num_outputs(self, classes):
+        """K for a loss of an (n, K) score matrix, else None."""
+        return None
+
+    def prepare(self, n, num_outputs, dtype):
+        """This loss with its parameters checked and cast for n examples (default: as is)."""
+        return self
 
 
 def active_tol(x: jax.Array) -> jax.Array:

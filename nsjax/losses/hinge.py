@@ -7,12 +7,14 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.base import active_tol
+from nsjax.losses.base import Loss, active_tol
+from nsjax.losses.hinge_certificate import hinge_dual_certificate
+from nsjax.losses.labels import BinaryLabels
 
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class Hinge:
+class Hinge(BinaryLabels, Loss):
     """R(S) = (1/n) Σ_i max(0, 1 − y_i S_i), labels y ∈ {−1, +1} (mapped by `Problem`).
 
     The subgradient coefficients β of eq. 21 are 1 on the error set E, 0 on the
@@ -24,8 +26,6 @@ class Hinge:
         >>> X = np.array([[1.0, 0.0], [0.0, 1.0]]); y = np.array([1, -1])
         >>> prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.1), X, y)
     """
-
-    binary = True
 
     def margins(self, S, y):
         """1 − y S, snapped to exactly 0 within `active_tol` (the margin set M)."""
@@ -67,3 +67,8 @@ class Hinge:
         """R*(s u) = s R*(u) while s β stays in [0, 1]: the largest such s."""
         beta = -u * y * u.shape[0]
         return 1.0 / jnp.maximum(jnp.max(beta), jnp.finfo(u.dtype).tiny)
+
+    def dual_certificate(self, problem, w, S):
+        """A tight lower bound on min J near w by the band fit of `hinge_dual_certificate`,
+        and the number of products with X or Xᵀ it spent."""
+        return hinge_dual_certificate(problem, w, S)

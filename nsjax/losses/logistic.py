@@ -7,13 +7,14 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
+from nsjax.losses.base import Loss
+from nsjax.losses.labels import BinaryLabels
+
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class Logistic:
+class Logistic(BinaryLabels, Loss):
     """R(S) = (1/n) Σ_i log(1 + exp(−y_i S_i)), labels y ∈ {−1, +1} (mapped by `Problem`)."""
-
-    binary = True
 
     def risk(self, S, y):
         return jnp.mean(jax.nn.softplus(-y * S))

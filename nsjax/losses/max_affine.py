@@ -9,13 +9,15 @@ from dataclasses import dataclass, field
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from nsjax.losses.base import active_tol, snap_to_max
+from nsjax.losses.base import Loss, active_tol, snap_to_max
+from nsjax.losses.labels import is_traced
 
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class MaxAffine:
+class MaxAffine(Loss):
     """R(S) = reduce_i max_j (slopes[i, j] · S_i + offsets[i, j]).
 
     Covers the binary hinge (r = 2), |x| terms and the toy problem (17) of paper 000:
@@ -39,8 +41,6 @@ class MaxAffine:
     offsets: jax.Array | None = None
     reduction: str = field(default="mean", metadata=dict(static=True))
 
-    binary = False
-
     def __post_init__(self):
         if self.reduction not in ("mean", "sum", "max"):
             raise ValueError(
@@ -50,6 +50,22 @@ class MaxAffine:
     @property
     def has_lines(self) -> bool:
         return self.reduction != "max"
+
+    def prepare(self, n, num_outputs, dtype):
+        """Check the shapes (n, r) and finiteness of slopes and offsets; cast to dtype."""
+        if is_traced(self.slopes) or is_traced(self.offsets):
+            return self
+        a = np.asarray(self.slopes)
+        if a.ndim != 2 or a.shape[0] != n:
+            raise ValueError(f"MaxAffine slopes must have shape (n={n}, r); got {a.shape}.")
+        b = None if self.offsets is None else np.asarray(self.offsets)
+        if b is not None and b.shape != a.shape:
+            raise ValueError(f"MaxAffine offsets must have shape {a.shape}; got {b.shape}.")
+        for name, arr in (("slopes", a), ("offsets", b)):
+            if arr is not None and not np.all(np.isfinite(arr)):
+                raise ValueError(f"MaxAffine {name} contain NaN or inf.")
+        return type(self)(jnp.asarray(a, dtype), None if b is None else jnp.asarray(b, dtype),
+                          self.reduction)
 
     def _scale(self, n):
         return 1.0 / n if self.reduction == "mean" else 1.0

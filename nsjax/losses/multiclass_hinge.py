@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.base import snap_to_max
+from nsjax.losses.base import Loss, snap_to_max
+from nsjax.losses.labels import MulticlassLabels, checked_delta
 
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class MulticlassHinge:
+class MulticlassHinge(MulticlassLabels, Loss):
     """R(S) = (1/n) Σ_i max_z [Δ(z, z_i) + S_iz − S_iz_i] for scores S = X W, W of shape (d, K).
 
     Margin rescaling (eq. 35); with ``rescaling="slack"`` the slack-rescaled variant of
@@ -32,11 +33,12 @@ class MulticlassHinge:
     delta: jax.Array | None = None
     rescaling: str = field(default="margin", metadata=dict(static=True))
 
-    multiclass = True
-
     def __post_init__(self):
         if self.rescaling not in ("margin", "slack"):
             raise ValueError(f"rescaling must be 'margin' or 'slack'; got {self.rescaling!r}.")
+
+    def prepare(self, n, num_outputs, dtype):
+        return checked_delta(self, num_outputs, dtype)
 
     def _delta(self, S, y):
         """Δ(z, z_i) for every example and label, (n, K)."""

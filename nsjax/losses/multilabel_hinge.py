@@ -7,12 +7,13 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.base import snap_to_max
+from nsjax.losses.base import Loss, snap_to_max
+from nsjax.losses.labels import MultilabelLabels, checked_delta
 
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class MultilabelHinge:
+class MultilabelHinge(MultilabelLabels, Loss):
     """R(S) = (1/n) Σ_i max_{z ∈ Z_i, z' ∉ Z_i \\ {z}} [Δ(z', z) + S_iz' − S_iz]   (eq. 51).
 
     Labels are sets Z_i ⊆ {0, …, K−1}, given to `Problem` as a list of lists, a scipy sparse
@@ -29,7 +30,8 @@ class MultilabelHinge:
 
     delta: jax.Array | None = None
 
-    multilabel = True
+    def prepare(self, n, num_outputs, dtype):
+        return checked_delta(self, num_outputs, dtype)
 
     def _pairs(self, Y):
         """valid[i, z, z'] for z ∈ Z_i and (z' ∉ Z_i or z' = z); shape (n, K, K)."""

@@ -23,26 +23,27 @@ class Direction(NamedTuple):
     dS: jax.Array  # X p, reused by the line search
     sup: jax.Array  # sup_{g∈∂J(w)} gᵀp; < 0 iff p is a descent direction (eq. 10)
     gbar: jax.Array  # the aggregated subgradient ḡ ∈ ∂J(w) (eq. 68)
-    ubar: jax.Array  # its score part: ḡ = λw + Xᵀ ubar
+    ubar: jax.Array  # its score part ū ∈ ∂R(Xw), a dual point
+    rbar: jax.Array  # its regularizer part: ḡ = rbar + Xᵀū
     iterations: jax.Array  # passes through the loop (lines 6–13): Table 2's k
     ok: jax.Array  # True iff sup < 0
 
 
-def find_direction(problem, memory, mem, w, S, g, u, eps, k_max) -> Direction:
+def find_direction(problem, memory, mem, w, S, g, u, g_reg, eps, k_max) -> Direction:
     """Alg. 2 of paper 000: descentDirection(g⁽¹⁾, ε, k_max).
 
     Args:
         problem: the `Problem`.
         memory, mem: the quasi-Newton memory object and its state (B).
         w, S: the iterate and its scores.
-        g, u: the starting subgradient g⁽¹⁾ = λw + Xᵀu.
+        g, u, g_reg: the starting subgradient g⁽¹⁾ = g_reg + Xᵀu, its score part u and
+            its regularizer part g_reg.
         eps: the tolerance ε on the model gap ε⁽ⁱ⁾ (eq. 14).
         k_max: the cap on loop iterations.
     """
-    lam_w = problem.reg.grad(w)
     p = -memory.apply(mem, g)
     dS = problem.scores(p)
-    u_next, sup = problem.oracle(w, S, p, dS)
+    greg_next, u_next, sup = problem.oracle(w, S, p, dS)
     pg = jnp.vdot(p, g)
     # ε⁽ⁱ⁾ = min_j [p⁽ʲ⁾ᵀg⁽ʲ⁺¹⁾ − ½p⁽ʲ⁾ᵀḡ⁽ʲ⁾] − ½p⁽ⁱ⁾ᵀḡ⁽ⁱ⁾ (eq. 77): keep the running min.
     min_term = sup - 0.5 * pg
@@ -54,6 +55,8 @@ def find_direction(problem, memory, mem, w, S, g, u, eps, k_max) -> Direction:
         pg: jax.Array
         gbar: jax.Array
         ubar: jax.Array
+        rbar: jax.Array
+        greg_next: jax.Array
         u_next: jax.Array
         min_term: jax.Array
         best: tuple  # (p, dS, M, sup) of the best model value so far (eq. 78)
@@ -66,7 +69,8 @@ def find_direction(problem, memory, mem, w, S, g, u, eps, k_max) -> Direction:
         return ((c.sup > 0) | (gap(c) > eps)) & (c.i < k_max)
 
     def body(c):
-        g_next = lam_w + problem.X.rmv(c.u_next)
+        xtu_next = problem.rmv(c.u_next)
+        g_next = c.greg_next + xtu_next
         Bg_next = memory.apply(mem, g_next)
         diff = c.gbar - g_next
         # μ* of line 7 / eq. 70, with B ḡ = −p.
@@ -76,20 +80,23 @@ def find_direction(problem, memory, mem, w, S, g, u, eps, k_max) -> Direction:
         mu = jnp.where(den > 0, mu, 0.0)
         gbar = (1 - mu) * c.gbar + mu * g_next
         ubar = (1 - mu) * c.ubar + mu * c.u_next
+        # Written so that rbar stays bit-exact where every part is the same (smooth Ω).
+        rbar = c.rbar + mu * (c.greg_next - c.rbar)
         p = (1 - mu) * c.p - mu * Bg_next
         dS = problem.scores(p)
-        u_next, sup = problem.oracle(w, S, p, dS)
+        greg_next, u_next, sup = problem.oracle(w, S, p, dS)
         pg = jnp.vdot(p, gbar)
         model = sup - 0.5 * pg
         better = model < c.best[2]
         best = jax.tree_util.tree_map(
             lambda new, old: jnp.where(better, new, old), (p, dS, model, sup), c.best
         )
-        return Carry(p, dS, sup, pg, gbar, ubar, u_next,
+        return Carry(p, dS, sup, pg, gbar, ubar, rbar, greg_next, u_next,
                      jnp.minimum(c.min_term, sup - 0.5 * pg), best, c.i + 1)
 
-    init = Carry(p, dS, sup, pg, g, u, u_next, min_term, (p, dS, sup - 0.5 * pg, sup),
+    init = Carry(p, dS, sup, pg, g, u, g_reg, greg_next, u_next, min_term,
+                 (p, dS, sup - 0.5 * pg, sup),
                  jnp.ones((), jnp.int32))
     out = jax.lax.while_loop(cond, body, init)
     p, dS, _, sup = out.best
-    return Direction(p, dS, sup, out.gbar, out.ubar, out.i - 1, sup < 0)
+    return Direction(p, dS, sup, out.gbar, out.ubar, out.rbar, out.i - 1, sup < 0)

@@ -10,12 +10,76 @@ bracketing, for losses without lines.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from nsjax.solvers.envelope import envelope_kinks
+
+
+@dataclass(frozen=True)
+class ExactLineSearch:
+    """The exact line search along w + η p (paper 000, Alg. 3 generalised) on the
+    problem's `Line` (the loss's lines and the regularizer's pieces).
+
+    Args:
+        bracket: "auto", "sort" or "bisect" (see `exact_line_search`).
+
+    Example:
+        >>> import nsjax
+        >>> solver = nsjax.solvers.SubLBFGS(line_search=nsjax.solvers.ExactLineSearch("sort"))
+    """
+
+    bracket: str = "auto"
+
+    def __post_init__(self):
+        if self.bracket not in ("auto", "sort", "bisect"):
+            raise ValueError(f"bracket must be 'auto', 'sort' or 'bisect'; got {self.bracket!r}.")
+
+    def check(self, problem):
+        """Refuse a problem whose loss gives no lines."""
+        if not problem.has_lines:
+            raise ValueError(
+                f"the exact line search needs a loss that gives its lines; "
+                f"{type(problem.loss).__name__} does not. Use the Wolfe line search."
+            )
+
+    def search(self, problem, w, S, p, dS) -> LineSearchResult:
+        """argmin_{η ≥ 0} J(w + η p), from the scores S = X w and dS = X p."""
+        line = problem.line(w, S, p, dS)
+        return exact_line_search(line.b, line.a, line.c, line.h, self.bracket)
+
+
+@dataclass(frozen=True)
+class WolfeLineSearch:
+    """A step satisfying the subgradient Wolfe conditions (16) of paper 000, for any loss.
+
+    Args:
+        c1, c2: 0 < c1 < c2 < 1.
+        max_evals: cap on trial steps.
+
+    Example:
+        >>> import nsjax
+        >>> solver = nsjax.solvers.SubLBFGS(line_search=nsjax.solvers.WolfeLineSearch(c2=0.5))
+    """
+
+    c1: float = 1e-4
+    c2: float = 0.9
+    max_evals: int = 50
+
+    def __post_init__(self):
+        if not 0 < self.c1 < self.c2 < 1:
+            raise ValueError(f"need 0 < c1 < c2 < 1; got c1={self.c1}, c2={self.c2}.")
+
+    def check(self, problem):
+        """Every problem has Φ and sup ∂Φ: nothing to refuse."""
+
+    def search(self, problem, w, S, p, dS) -> LineSearchResult:
+        """A Wolfe step along p, from the scores S = X w and dS = X p."""
+        return wolfe_line_search(problem.restrict(w, S, p, dS), self.c1, self.c2,
+                                 max_evals=self.max_evals)
 
 
 class LineSearchResult(NamedTuple):

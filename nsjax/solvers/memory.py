@@ -8,6 +8,7 @@ report it, when the curvature sᵀy is too small to keep B positive definite.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import jax
@@ -31,16 +32,27 @@ class LBFGSState(NamedTuple):
     count: jax.Array  # number of pairs stored (≤ m)
 
 
+@dataclass(frozen=True)
 class LBFGSMemory:
     """Limited-memory B from the last ``m`` pairs (paper 000, Sec. 2.5).
 
     ``scaling=False`` keeps B₀ = I (Alg. 1) instead of the secant scaling: on small, very
     nonsmooth problems the ratio sᵀy / yᵀy jumps with every kink crossed and shrinks steps.
+
+    Example:
+        >>> import nsjax
+        >>> solver = nsjax.solvers.SubLBFGS(memory=nsjax.solvers.LBFGSMemory(5, scaling=False))
     """
 
-    def __init__(self, m: int, scaling: bool = True):
-        self.m = m
-        self.scaling = scaling
+    m: int = 15
+    scaling: bool = True
+
+    def __post_init__(self):
+        if not (isinstance(self.m, int) and self.m >= 1):
+            raise ValueError(f"memory must be an int >= 1; got {self.m!r}.")
+
+    def check(self, problem):
+        """Any weight shape works."""
 
     def init(self, w):
         z = jnp.zeros((self.m,) + w.shape, w.dtype)
@@ -104,8 +116,15 @@ class DenseBFGSState(NamedTuple):
     count: jax.Array
 
 
+@dataclass(frozen=True)
 class DenseBFGSMemory:
     """Full-matrix B for subBFGS (Alg. 1 of paper 000), for small d; w must be 1-D."""
+
+    def check(self, problem):
+        """Refuse (d, K) weights: B would be a (d·K)² matrix."""
+        if len(problem.w_shape) != 1:
+            raise ValueError("SubBFGS keeps a dense (d, d) matrix and needs 1-D weights; use "
+                             "SubLBFGS for multiclass or multilabel problems.")
 
     def init(self, w):
         if w.ndim != 1:

@@ -20,24 +20,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-
-def project_simplex(v, mask):
-    """Euclidean projection of v onto {α ≥ 0, Σα = 1, α = 0 off ``mask``} (sort-based).
-
-    Sort the entries in use, find the largest k with u_k − (Σ_{j≤k} u_j − 1)/k > 0 via cumsum,
-    shift by that threshold and clip at 0.
-    """
-    big = jnp.finfo(v.dtype).max
-    u = jnp.sort(jnp.where(mask, v, -big))[::-1]
-    css = jnp.cumsum(jnp.where(u > -big, u, 0.0))
-    k = jnp.arange(1, v.shape[0] + 1, dtype=v.dtype)
-    ok = (u > -big) & (u - (css - 1.0) / k > 0)
-    rho = jnp.max(jnp.where(ok, jnp.arange(v.shape[0]), 0))
-    theta = (css[rho] - 1.0) / (rho + 1.0)
-    return jnp.where(mask, jnp.maximum(v - theta, 0.0), 0.0)
+from nsjax.projections import project_simplex
 
 
 def simplex_qp_objective(alpha, Q, b, lam):
+    """½αᵀQα/λ − bᵀα."""
     return 0.5 * alpha @ Q @ alpha / lam - b @ alpha
 
 

@@ -30,7 +30,7 @@ def hinge_dual_certificate(problem, w, S, iterations=CGLS_ITERATIONS):
     products = jnp.zeros((), jnp.int32)
     for delta in BAND_WIDTHS:
         u, steps = _band_dual_point(problem, w, S, delta, iterations)
-        best = jnp.maximum(best, problem.dual_value(w, S, u, problem.X.rmv(u)))
+        best = jnp.maximum(best, problem.dual_value(u, S=S))
         products = products + 2 * steps + 3
     return best, products
 
@@ -38,18 +38,19 @@ def hinge_dual_certificate(problem, w, S, iterations=CGLS_ITERATIONS):
 def _band_dual_point(problem, w, S, delta, iterations):
     """Score-space dual point u = −β∘y/n with β fitted by CGLS on the band |margin| ≤ δ,
     and the number of CGLS iterations taken."""
-    X, y, lam = problem.X, problem.y, problem.lam
+    y = problem.y
     n = S.shape[0]
     margin = 1.0 - y * S
     free = jnp.abs(margin) <= delta * jnp.maximum(1.0, jnp.abs(S))
     fixed = jnp.where(free, 0.0, jnp.where(margin > 0, 1.0, 0.0))
-    target = lam * w - X.rmv(fixed * y) / n
+    # The optimality condition ∇(λΩ)(w) = Xᵀ(β∘y)/n (λw = … for L2, eq. 21).
+    target = problem.reg.subgradient(w) - problem.rmv(fixed * y) / n
 
     def A(z):
-        return X.rmv(jnp.where(free, z, 0.0) * y) / n
+        return problem.rmv(jnp.where(free, z, 0.0) * y) / n
 
     def At(q):
-        return jnp.where(free, y * X.mv(q), 0.0) / n
+        return jnp.where(free, y * problem.mv(q), 0.0) / n
 
     z = jnp.where(free, 0.5, 0.0)
     s = At(target - A(z))
