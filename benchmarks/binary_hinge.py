@@ -33,8 +33,9 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
   and ``LineSearchBMRM()`` (ls-BMRM, paper 001 eq. 15; ``ls_steps``). Each stops when its
   certified gap is <= ``STOP_TOL`` * max(1, |J|) (the BMRM family gets there; subLBFGS's
   in-loop gap seldom does, so it usually runs to max_steps). The plotted value at step k
-  is J of what ``solve(max_steps=k)`` returns: the last iterate for subLBFGS, the best
-  iterate so far for the BMRM family (its iterates are not monotone in J).
+  is ``sol.history.best[k]``: J of what ``solve(max_steps=k)`` returns, the best iterate
+  so far (w = 0 included), for every solver. ``history.value`` (J of step k's own
+  iterate; not monotone for the BMRM family) is kept in the JSON as "iterate_values".
 
   Compile time is measured apart: a first call is timed, then the identical call again
   (compiled); compile = first - second. That call has ``tol=1e30`` (the run stops at
@@ -57,8 +58,8 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
   run would pay, although the iterates are identical. The final certified gap reported for
   subLBFGS comes from one extra normal run (``certify=True``, same max_steps and tol;
   compile apart); where that run would exceed the budget, the same certificate
-  (``nsjax.solvers.certificate.hinge_dual_certificate``) is applied to the final w of the
-  first run instead, which is what the normal run computes after its loop.
+  (``Problem.dual_certificate``, jitted with the problem as an argument) is applied to the
+  final w of the first run instead, which is what the normal run computes after its loop.
 
   Certified gap: for every nsjax method the tables also give the iterations and the
   (measured) time until the certified gap in ``history.gap`` is <= ``CERT_TARGET`` = 1e-3
@@ -78,10 +79,11 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
   measured time of the smallest max_iter whose J meets it: the first doubling run that
   meets it, refined by a few bisection fits between it and the previous power of two
   (skipped when those fits are expensive). No compile time.
-* optax ``lbfgs(memory_size=15)`` with its default zoom line search, on the same
-  objective written in JAX (the gradient is ``jax.grad`` of the nonsmooth objective;
-  X w goes through the same sorted-segment-sum matvec as nsjax, with X^T as its VJP).
-  Data are arguments of one jitted step function, not closed over. Compile time =
+* optax ``lbfgs(memory_size=15)`` with its default zoom line search, on nsjax's own
+  objective: ``Problem.value(w, S)`` with S = ``Problem.scores(w)`` (the gradient is
+  ``jax.grad`` of the nonsmooth objective; the scores get ``Problem.rmv``, i.e. X^T, as
+  their VJP). The Problem is an argument of one jitted step function, not closed over
+  (a closed-over matrix would be constant-folded by XLA). Compile time =
   first - second identical run of the first 3 steps from w = 0 (the state's types
   change after step 1, which compiles a second time); then a Python loop of compiled
   steps from w = 0, timing every iteration, up to an iteration and a time cap (the JSON
@@ -111,7 +113,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 import scipy.sparse as sp
@@ -187,10 +188,11 @@ QUICK = Caps((5_000, 2_000), 500, 500, 250, True, 0.0, 2.0, 20.0, 100, 5.0, 2**1
 
 
 # ----------------------------------------------------------------------------------------
-# The objective, in numpy (LIBLINEAR and the QP) and in JAX (optax)
+# The objective: numpy for external solvers' coefficients, nsjax's own for the rest
 # ----------------------------------------------------------------------------------------
 
 
+# Independent numpy reference, only for coefficients from outside nsjax (LIBLINEAR, Clarabel).
 def objective(w: np.ndarray, X: Any, y: np.ndarray, lam: float) -> float:
     """J(w) in float64 numpy; X dense or scipy.sparse, y in {-1, +1}."""
     margins = 1.0 - y * np.asarray(X @ w).ravel()
@@ -198,26 +200,32 @@ def objective(w: np.ndarray, X: Any, y: np.ndarray, lam: float) -> float:
 
 
 @jax.custom_vjp
-def _scores(X: nsjax.DesignMatrix, w: jax.Array) -> jax.Array:
-    return X.mv(w)
+def _scores(prob: nsjax.Problem, w: jax.Array) -> jax.Array:
+    """``prob.scores(w)`` (X w) with ``prob.rmv`` (X^T) as its VJP."""
+    return prob.scores(w)
 
 
-def _scores_fwd(X, w):
-    return X.mv(w), X
+def _scores_fwd(prob, w):
+    return prob.scores(w), prob
 
 
-def _scores_bwd(X, ct):
-    return None, X.rmv(ct)
+def _scores_bwd(prob, ct):
+    return None, prob.rmv(ct)
 
 
 _scores.defvjp(_scores_fwd, _scores_bwd)
 
 
-def jax_objective(w: jax.Array, data: tuple) -> jax.Array:
-    """J(w) in JAX; ``data = (DesignMatrix, y, lam)`` is an argument, never closed over."""
-    X, y, lam = data
-    S = _scores(X, w)
-    return 0.5 * lam * jnp.vdot(w, w) + jnp.mean(jnp.maximum(0.0, 1.0 - y * S))
+def jax_objective(w: jax.Array, data: nsjax.Problem) -> jax.Array:
+    """J(w) = ``data.value(w, X w)``; the Problem ``data`` (optax's name for the extra
+    argument) is an argument, never closed over: closed over, XLA would constant-fold X."""
+    return data.value(w, _scores(data, w))
+
+
+@jax.jit
+def nsjax_objective(prob: nsjax.Problem, w: jax.Array) -> jax.Array:
+    """``prob.objective(w)``, compiled once per problem shape (``prob`` is an argument)."""
+    return prob.objective(w)
 
 
 # ----------------------------------------------------------------------------------------
@@ -319,10 +327,10 @@ def liblinear_time_to(X: Any, y: np.ndarray, lam: float, lib: dict, j_star: floa
 def nsjax_methods(caps: Caps) -> list[Method]:
     s = nsjax.solvers
     return [
-        Method(SUB, s.SubLBFGS(memory=15, certify=False), caps.sub_steps, False),
-        Method(QP_BMRM, s.BMRM(), caps.bmrm_steps, True),
-        Method(OCAS, s.BMRM(line_search="exact"), caps.bmrm_steps, True),
-        Method(LS_BMRM, s.LineSearchBMRM(), caps.ls_steps, True),
+        Method(SUB, s.SubLBFGS(memory=15, certify=False), caps.sub_steps),
+        Method(QP_BMRM, s.BMRM(), caps.bmrm_steps),
+        Method(OCAS, s.BMRM(line_search="exact"), caps.bmrm_steps),
+        Method(LS_BMRM, s.LineSearchBMRM(), caps.ls_steps),
     ]
 
 
@@ -345,11 +353,9 @@ def nsjax_certified_to(res: dict, caps: Caps) -> dict | None:
 
 
 @jax.jit
-def _hinge_certificate(prob: nsjax.Problem, w: jax.Array) -> jax.Array:
-    from nsjax.solvers.certificate import hinge_dual_certificate
-
-    out = hinge_dual_certificate(prob, w, prob.scores(w))
-    return out[0] if isinstance(out, tuple) else out  # newer nsjax: (D, products spent)
+def _dual_certificate(prob: nsjax.Problem, w: jax.Array) -> jax.Array:
+    """The hinge's end-of-run lower bound on min J near w (``prob`` is an argument)."""
+    return prob.dual_certificate(w)[0]
 
 
 def sublbfgs_certified_gap(res: dict, caps: Caps) -> dict:
@@ -365,13 +371,9 @@ def sublbfgs_certified_gap(res: dict, caps: Caps) -> dict:
                 "result": nsjax.RESULTS(int(sol.result)).name,
                 "extra_matvecs": int(sol.stats["matvecs"]) - res["stats"]["matvecs"]}
     # The normal run would replay the whole first run: apply its certificate to the final w.
-    try:
-        t0 = time.perf_counter()
-        lower = max(res["lower_bound"], float(_hinge_certificate(prob, res["w"])))
-        elapsed = time.perf_counter() - t0
-    except Exception as exc:  # an nsjax internal may have moved: report, don't fail
-        return {"how": f"skipped (budget); certificate failed: {exc!r}", "gap": None,
-                "lower_bound": None}
+    t0 = time.perf_counter()
+    lower = max(res["lower_bound"], float(_dual_certificate(prob, res["w"])))
+    elapsed = time.perf_counter() - t0
     return {"how": "skipped (budget): certificate applied to the final w",
             "gap": res["final_value"] - lower, "value": res["final_value"],
             "lower_bound": lower, "certificate_s_with_compile": elapsed}
@@ -386,18 +388,18 @@ _VALUE_AND_GRAD = optax.value_and_grad_from_state(jax_objective)
 
 
 @jax.jit
-def _optax_step(w, state, data):
-    value, grad = _VALUE_AND_GRAD(w, data, state=state)
+def _optax_step(w, state, prob):
+    # prob is the objective's data argument (optax passes it on as `data`), not closed over
+    value, grad = _VALUE_AND_GRAD(w, prob, state=state)
     updates, state = _OPT.update(grad, state, w, value=value, grad=grad,
-                                 value_fn=jax_objective, data=data)
+                                 value_fn=jax_objective, data=prob)
     w = optax.apply_updates(w, updates)
     # The zoom line search keeps J at the new point in its state: no extra evaluation.
     return w, state, optax.tree_utils.tree_get(state, "value")
 
 
 def run_optax(prob: nsjax.Problem, caps: Caps) -> dict:
-    data = (prob.X, prob.y, jnp.asarray(prob.lam, prob.dtype))
-    w0 = jnp.zeros(prob.X.shape[1], prob.dtype)
+    w0 = prob.zeros()
     state0 = _OPT.init(w0)
 
     def warmup() -> float:
@@ -406,7 +408,7 @@ def run_optax(prob: nsjax.Problem, caps: Caps) -> dict:
         t0 = time.perf_counter()
         w, state = w0, state0
         for _ in range(OPTAX_WARMUP_STEPS):
-            w, state, _ = _optax_step(w, state, data)
+            w, state, _ = _optax_step(w, state, prob)
         jax.block_until_ready((w, state))
         return time.perf_counter() - t0
 
@@ -418,7 +420,7 @@ def run_optax(prob: nsjax.Problem, caps: Caps) -> dict:
     t0 = time.perf_counter()
     stop = "max_iter"
     for _ in range(caps.optax_max_iter):
-        w, state, value = _optax_step(w, state, data)
+        w, state, value = _optax_step(w, state, prob)
         value = float(value)  # syncs: w, state and value come from one program
         times.append(time.perf_counter() - t0)
         values.append(value)
@@ -428,7 +430,7 @@ def run_optax(prob: nsjax.Problem, caps: Caps) -> dict:
         if times[-1] > caps.optax_time_cap:
             stop = "time_cap"
             break
-    final = objective(np.asarray(w), prob.X.to_scipy(), np.asarray(prob.y), float(prob.lam))
+    final = float(nsjax_objective(prob, w))
     return {"compile_s": compile_s, "times": times, "values": values, "num_steps": len(values),
             "stop": stop, "final_value_recomputed": final,
             "recompiled_during_timed_loop": _cache_size() != cache_before}
@@ -722,7 +724,7 @@ def main(argv: list[str] | None = None) -> None:
     lines += print_certified_table(results)
     notes = [
         "t(...): time to reach that relative suboptimality (J - J*) / J*; J is that of "
-        "what solve() returns (BMRM family: the best iterate so far).",
+        "what solve() returns (the best iterate so far, history.best).",
         "nsjax: measured compiled runs of the first run's program, stopped after the "
         "target step by tol (see the docstring); ~ = proportional estimate k/N x wall time "
         "of the first run; (b) = timing run skipped (budget)."

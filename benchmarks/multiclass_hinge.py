@@ -34,19 +34,18 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
   ``tol=1e30`` (stops at step 0; tol and lam are traced, so it is the very program of the
   real runs, and only the first lam of a problem compiles). Then the first (full) run,
   compiled. Time to a target: for the first step k at which J of what ``solve`` returns
-  (the last iterate for subLBFGS, the best so far for BMRM) meets it, the same compiled
-  program is run again with ``tol`` = the certified gap of step k / max(1, |J|), rounded up,
-  so that it stops right after step k (checked: ``num_steps == k``; otherwise
+  (``sol.history.best``: the best iterate so far, for every solver) meets it, the same
+  compiled program is run again with ``tol`` = the certified gap of step k / max(1, |J|),
+  rounded up, so that it stops right after step k (checked: ``num_steps == k``; otherwise
   ``solve(max_steps=k)`` is compiled and timed instead). Runs under 2 s: best of 3 (not
-  with ``--quick``). A rerun
-  predicted (k / num_steps x the first run's time) to exceed ``rerun_budget_s`` is not
-  made: the proportional estimate is shown as ``~t (b)``. Curves put step k at
-  k / num_steps of the first run's wall time.
+  with ``--quick``). A rerun predicted (k / num_steps x the first run's time) to exceed
+  ``rerun_budget_s`` is not made: the proportional estimate is shown as ``~t (b)``.
+  Curves put step k at k / num_steps of the first run's wall time.
 * LIBLINEAR Crammer-Singer (multiclass only): ``sklearn.svm.LinearSVC(
   multi_class="crammer_singer", fit_intercept=False, C=1/(lam n), tol=..., random_state=0)``.
   Its primal is 1/2 ||W||^2 + C sum_i max_z [1(z != y_i) + s_iz - s_iy_i] with W = coef_.T,
   i.e. J / lam with C = 1/(lam n): the script checks this numerically (LIBLINEAR's primal
-  computed in numpy, times lam, against nsjax's ``Problem.value`` on the same W, for
+  computed in numpy, times lam, against nsjax's ``Problem.objective`` on the same W, for
   LIBLINEAR's W and a random W; the JSON keeps the relative differences, and the run stops
   if they exceed 1e-9). Timing: ``binary_hinge.py`` grows max_iter, but scikit-learn's
   LIBLINEAR does not pass max_iter to its Crammer-Singer solver (``linear.cpp`` builds
@@ -192,6 +191,7 @@ def liblinear_primal(W: np.ndarray, X: np.ndarray, yi: np.ndarray, C: float) -> 
     return float(0.5 * np.sum(W * W) + C * np.sum(np.max(margins, axis=1)))
 
 
+# Independent numpy reference for LIBLINEAR's coefficients (the objective identity check).
 def objective(W: np.ndarray, X: np.ndarray, yi: np.ndarray, lam: float) -> float:
     """J(W) for the multiclass hinge, in numpy: lam times LIBLINEAR's primal with C = 1/(lam n)."""
     return lam * liblinear_primal(W, X, yi, 1.0 / (lam * X.shape[0]))
@@ -252,13 +252,12 @@ def liblinear_time_to(X: np.ndarray, y: np.ndarray, yi: np.ndarray, lam: float, 
 
 def identity_check(prob: nsjax.Problem, X: np.ndarray, yi: np.ndarray, lam: float,
                    W_lib: np.ndarray) -> dict:
-    """lam * LIBLINEAR's primal (C = 1/(lam n)) against nsjax's Problem.value, same W."""
+    """lam * LIBLINEAR's primal (C = 1/(lam n)) against nsjax's Problem.objective, same W."""
     rng = np.random.default_rng(0)
     out = {}
     for name, W in (("liblinear_W", W_lib), ("random_W", rng.standard_normal(W_lib.shape))):
         lib = lam * liblinear_primal(W, X, yi, 1.0 / (lam * X.shape[0]))
-        Wj = jnp.asarray(W, prob.dtype)
-        ns = float(prob.value(Wj, prob.scores(Wj)))
+        ns = float(prob.objective(jnp.asarray(W, prob.dtype)))
         out[name] = {"lam_times_liblinear_primal": lib, "nsjax_value": ns,
                      "rel_diff": abs(lib - ns) / max(abs(ns), 1e-300)}
     worst = max(v["rel_diff"] for v in out.values())
@@ -278,7 +277,7 @@ SOLVERS = {SUB: nsjax.solvers.SubLBFGS(memory=15, certify=False),
 
 
 def nsjax_methods(p: Problem) -> list[Method]:
-    return [Method(name, solver, p.steps[name], name != SUB) for name, solver in SOLVERS.items()]
+    return [Method(name, solver, p.steps[name]) for name, solver in SOLVERS.items()]
 
 
 def nsjax_time_to(res: dict, j_star: float, target: float, caps: Caps) -> dict | None:
@@ -439,7 +438,7 @@ def main(argv: list[str] | None = None) -> None:
     lines = print_table(results)
     notes = [
         "t(...): time to reach that relative suboptimality (J - J*) / J*; J is that of "
-        "what solve() returns (BMRM: the best iterate so far).",
+        "what solve() returns (the best iterate so far, history.best).",
         "nsjax: measured compiled runs of the first run's program, stopped after the "
         "target step by tol; ~ = proportional estimate; (b) = timing run skipped (budget).",
         "LIBLINEAR: measured fresh fit with the loosest tol found to reach it (its "

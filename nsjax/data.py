@@ -86,15 +86,24 @@ class Chunks:
                                    indices_are_sorted=True)
 
     def row_sq_norms(self) -> jax.Array:
+        """‖m_i‖² for every row of M."""
         return jax.ops.segment_sum(jnp.sum(self.value * self.value, axis=1), self.owner,
                                    num_segments=self.num_rows, indices_are_sorted=True)
 
     def to_csr(self, num_cols: int) -> sp.csr_matrix:
+        """M as a scipy CSR matrix with ``num_cols`` columns."""
         index, value = np.asarray(self.index), np.asarray(self.value)
         row = np.repeat(np.asarray(self.owner), index.shape[1])
         keep = value.ravel() != 0
         return sp.csr_matrix((value.ravel()[keep], (row[keep], index.ravel()[keep])),
                              shape=(self.num_rows, num_cols))
+
+
+def _default_dtype(dtype):
+    """X's own float dtype (float64 for integers), as JAX can hold it: float64 becomes
+    float32, without a warning, unless ``jax_enable_x64`` is on."""
+    dtype = dtype if jnp.issubdtype(dtype, jnp.floating) else jnp.float64
+    return jax.dtypes.canonicalize_dtype(dtype)
 
 
 def _chunk_width(counts: np.ndarray) -> int:
@@ -129,10 +138,12 @@ class DesignMatrix:
 
     @property
     def is_sparse(self) -> bool:
+        """True for sparse data (chunked layouts), False for a dense array."""
         return self.dense is None
 
     @property
     def dtype(self):
+        """The float dtype of the stored values."""
         return self.by_row.value.dtype if self.is_sparse else self.dense.dtype
 
     @classmethod
@@ -154,7 +165,7 @@ class DesignMatrix:
             csr.sum_duplicates()
             csr.eliminate_zeros()
             if dtype is None:
-                dtype = csr.dtype if np.issubdtype(csr.dtype, np.floating) else np.float64
+                dtype = _default_dtype(csr.dtype)
             return cls(dense=None, by_row=Chunks.from_csr(csr, dtype),
                        by_col=Chunks.from_csr(csr.T.tocsr(), dtype),
                        shape=(int(csr.shape[0]), int(csr.shape[1])), nnz=int(csr.nnz))
@@ -162,7 +173,7 @@ class DesignMatrix:
         if arr.ndim != 2:
             raise ValueError(f"X must be 2-D (n, d); got shape {arr.shape}. Reshape it.")
         if dtype is None:
-            dtype = arr.dtype if jnp.issubdtype(arr.dtype, jnp.floating) else jnp.float64
+            dtype = _default_dtype(arr.dtype)
         shape = (int(arr.shape[0]), int(arr.shape[1]))
         return cls(dense=jnp.asarray(arr, dtype), by_row=None, by_col=None, shape=shape,
                    nnz=shape[0] * shape[1])

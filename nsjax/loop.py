@@ -205,9 +205,9 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
         problems = list(problems)
         if not problems:
             raise ValueError("problems is empty; pass at least one Problem.")
-        first = jax.tree_util.tree_structure(problems[0])
+        first = _kind(problems[0])
         for i, p in enumerate(problems):
-            if not isinstance(p, Problem) or jax.tree_util.tree_structure(p) != first:
+            if not isinstance(p, Problem) or _kind(p) != first:
                 raise ValueError(
                     f"problems[{i}] differs from problems[0] in its structure (loss options, "
                     "classes, shape or sparse layout); a batch needs problems of one kind.")
@@ -216,6 +216,14 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
     w0 = _check_common(one, w0, max_steps, tol)
     solver.check(one)
     return _batch_jit(stacked, w0, jnp.asarray(tol, one.dtype), solver, int(max_steps))
+
+
+def _kind(problem):
+    """What must agree for problems to stack: the tree (loss and regularizer types and
+    options, classes, layout; printed, as treedef equality ignores node types) and every
+    leaf's shape and dtype."""
+    leaves, tree = jax.tree_util.tree_flatten(problem)
+    return str(tree), [(jnp.shape(x), jnp.result_type(x)) for x in leaves]
 
 
 @functools.partial(jax.jit, static_argnames=("solver", "max_steps"))

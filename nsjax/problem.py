@@ -96,6 +96,7 @@ class Problem:
 
     # -- pytree -----------------------------------------------------------------------
     def tree_flatten(self):
+        """Leaves: loss, regularizer, X, y; static: classes, num_outputs."""
         return (self.loss, self.reg, self.X, self.y), (self.classes, self.num_outputs)
 
     @classmethod
@@ -124,6 +125,7 @@ class Problem:
 
     @property
     def dtype(self):
+        """The float dtype every array of the problem uses (X's)."""
         return self.X.dtype
 
     def zeros(self):

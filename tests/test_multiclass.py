@@ -149,8 +149,7 @@ def test_exact_line_search_equals_brute_force(kind, seed, bracket):
         np.asarray(b) == np.max(np.asarray(b), 1, keepdims=True), np.asarray(a), -np.inf), 1)))
     if c0 >= 0:
         P, dS = -P, -dS  # make it a descent direction
-        b, a = prob.loss.lines(S, dS, prob.y)
-        c_reg, h = prob.reg.line(W, P)
+        b, a, c_reg, h = prob.line(W, S, P, dS)
     res = exact_line_search(b, a, c_reg, h, bracket)
     eta_bf = _brute_line_search(np.asarray(b), np.asarray(a), float(c_reg), float(h))
     assert float(res.eta) == pytest.approx(eta_bf, rel=1e-10, abs=1e-12)

@@ -132,11 +132,20 @@ def test_dual_value_is_a_lower_bound():
     prob = nsjax.Problem(HINGE, L2(lam), X, y)
     rng = np.random.default_rng(0)
     for _ in range(10):
-        w = jnp.asarray(rng.normal(size=8) * 0.1)
-        S = prob.scores(w)
         beta = rng.random(60)
         u = jnp.asarray(-beta * np.asarray(prob.y) / 60)
         assert float(prob.dual_value(u)) <= J_star + 1e-10
+    # The logistic conjugate obeys Fenchel–Young with equality at u = ∇R(S), which is what
+    # dual_value uses for losses without a conjugate: R*(u) = ⟨u, S⟩ − R(S).
+    logistic = nsjax.Problem(nsjax.losses.Logistic(), L2(lam), X, y)
+    J_log, _ = cvxpy_optimum(X, y, lam, loss="logistic")
+    S = logistic.scores(jnp.asarray(rng.normal(size=8)))
+    u = logistic.loss.dscores(S, logistic.y)
+    fenchel_young = float(jnp.vdot(u, S) - logistic.loss.risk(S, logistic.y))
+    assert float(logistic.loss.conjugate(u, logistic.y)) == pytest.approx(fenchel_young, rel=1e-10)
+    assert float(logistic.dual_value(u)) <= J_log + 1e-10
+    with pytest.raises(ValueError, match="scores S"):
+        nsjax.Problem(nsjax.losses.MaxAffine(np.ones((60, 2))), L2(lam), X).dual_value(u)
 
 
 def test_design_matrix_products_agree():

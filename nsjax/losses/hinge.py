@@ -33,21 +33,25 @@ class Hinge(BinaryLabels, Loss):
         return jnp.where(jnp.abs(m) <= active_tol(S), 0.0, m)
 
     def risk(self, S, y):
+        """R(S) = mean(max(0, 1 − y S)) (eq. 19)."""
         return jnp.mean(jnp.maximum(0.0, 1.0 - y * S))
 
     def dscores(self, S, y):
+        """u = −β∘y/n with β = 1 on E, ½ on M, 0 on W (eq. 21)."""
         # β = 1/2 on the margin: a subgradient in the relative interior of ∂R.
         m = self.margins(S, y)
         beta = jnp.where(m > 0, 1.0, jnp.where(m == 0, 0.5, 0.0))
         return -beta * y / S.shape[0]
 
     def argsup(self, S, dS, y):
+        """The score subgradient steepest along dS (eq. 23)."""
         # eq. 23: on M take β = 1 exactly where y xᵀp < 0.
         m = self.margins(S, y)
         beta = jnp.where(m > 0, 1.0, jnp.where((m == 0) & (y * dS < 0), 1.0, 0.0))
         return -beta * y / S.shape[0]
 
     def lines(self, S, dS, y):
+        """Per example the zero line and the active line along S + η dS (eq. 25)."""
         # Each term is max(0, m_i − η y_i dS_i): the zero line and the active line (eq. 25).
         n = S.shape[0]
         m = self.margins(S, y)
@@ -57,6 +61,7 @@ class Hinge(BinaryLabels, Loss):
         return b, a
 
     def conjugate(self, u, y):
+        """R*(u) = −mean(β) for β = −n u∘y in [0, 1]ⁿ, +inf outside."""
         # R*(u) = −mean(β) for β = −n u y in [0, 1]^n, +inf outside.
         beta = -u * y * u.shape[0]
         eps = active_tol(jnp.ones((), u.dtype))

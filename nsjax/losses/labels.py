@@ -28,6 +28,7 @@ def is_traced(x) -> bool:
 
 
 def check_length(y, n, what="entries"):
+    """Raise a ValueError unless y has n entries along its first axis."""
     got = jnp.shape(y)[0] if jnp.ndim(y) else None
     if got != n:
         raise ValueError(f"X has {n} rows but y has {got} {what}; they must have the same "
@@ -63,6 +64,7 @@ class BinaryLabels:
     """Two classes, encoded as ±1 in the computation dtype."""
 
     def encode_labels(self, y, n, dtype, classes=None):
+        """(encoded labels, class values): see the module docstring."""
         _needs(y, self)
         if classes is not None:
             if len(classes) != 2:
@@ -77,6 +79,7 @@ class BinaryLabels:
         return jnp.asarray(np.where(index == 1, 1.0, -1.0), dtype), tuple(classes.tolist())
 
     def num_outputs(self, classes):
+        """K for (n, K) scores, None for one score per example."""
         return None
 
 
@@ -84,6 +87,7 @@ class MulticlassLabels:
     """K ≥ 2 classes, encoded as int32 indices; weights of shape (d, K)."""
 
     def encode_labels(self, y, n, dtype, classes=None):
+        """(encoded labels, class values): see the module docstring."""
         _needs(y, self)
         if classes is not None:
             K = len(classes)
@@ -96,6 +100,7 @@ class MulticlassLabels:
         return jnp.asarray(index, jnp.int32), tuple(classes.tolist())
 
     def num_outputs(self, classes):
+        """K for (n, K) scores, None for one score per example."""
         return len(classes)
 
 
@@ -103,6 +108,7 @@ class MultilabelLabels:
     """Label sets, encoded as an (n, K) bool mask; weights of shape (d, K)."""
 
     def encode_labels(self, y, n, dtype, classes=None):
+        """(encoded labels, class values): see the module docstring."""
         _needs(y, self)
         if classes is not None:
             return _given(y, n, classes, bool, lambda v: v.shape[1:] == (len(classes),),
@@ -120,6 +126,7 @@ class MultilabelLabels:
         return jnp.asarray(Y), classes
 
     def num_outputs(self, classes):
+        """K for (n, K) scores, None for one score per example."""
         return len(classes)
 
 

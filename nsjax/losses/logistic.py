@@ -17,15 +17,19 @@ class Logistic(BinaryLabels, Loss):
     """R(S) = (1/n) Σ_i log(1 + exp(−y_i S_i)), labels y ∈ {−1, +1} (mapped by `Problem`)."""
 
     def risk(self, S, y):
+        """R(S) = mean(log(1 + exp(−y S)))."""
         return jnp.mean(jax.nn.softplus(-y * S))
 
     def dscores(self, S, y):
+        """The gradient −y σ(−y S)/n."""
         return -y * jax.nn.sigmoid(-y * S) / S.shape[0]
 
     def argsup(self, S, dS, y):
+        """The gradient: ∂R(S) is a single point."""
         return self.dscores(S, y)  # smooth: ∂R(S) is a single point
 
     def conjugate(self, u, y):
+        """R*(u) = mean(β log β + (1 − β) log(1 − β)) for β = −n u∘y ∈ [0, 1]ⁿ."""
         # ℓ*(−β) = β log β + (1 − β) log(1 − β) for β = −n u y ∈ [0, 1].
         beta = -u * y * u.shape[0]
         inside = jnp.all((beta >= 0) & (beta <= 1))

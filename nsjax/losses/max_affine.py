@@ -75,11 +75,13 @@ class MaxAffine(Loss):
         return b if self.offsets is None else b + self.offsets
 
     def risk(self, S, y=None):
+        """Σ, mean or max over examples of max_j (slopes S + offsets)."""
         if self.reduction == "max":
             return jnp.max(self._values(S))
         return jnp.sum(jnp.max(self._values(S), axis=1)) * self._scale(S.shape[0])
 
     def dscores(self, S, y=None):
+        """The average active slope per example (a vertex for "max")."""
         if self.reduction == "max":
             return self._vertex(S, jnp.zeros_like(S))
         # The average slope of the active pieces: a subgradient in the relative interior.
@@ -88,6 +90,7 @@ class MaxAffine(Loss):
         return slope * self._scale(S.shape[0])
 
     def argsup(self, S, dS, y=None):
+        """The active slope steepest along dS, per example."""
         if self.reduction == "max":
             return self._vertex(S, dS)
         active = self._active(S)
@@ -96,6 +99,7 @@ class MaxAffine(Loss):
         return jnp.take_along_axis(self.slopes, j[:, None], 1)[:, 0] * self._scale(S.shape[0])
 
     def lines(self, S, dS, y=None):
+        """The pieces of each example along S + η dS (eq. 33)."""
         scale = self._scale(S.shape[0])
         return snap_to_max(self._values(S)) * scale, self.slopes * dS[:, None] * scale
 

@@ -60,6 +60,7 @@ class MulticlassHinge(MulticlassLabels, Loss):
         return self._coef(S, y) * (dS - jnp.take_along_axis(dS, y[:, None], 1))
 
     def risk(self, S, y):
+        """R(S) = mean_i max_z [Δ(z, z_i) + S_iz − S_iz_i] (eq. 35; slack: footnote 2)."""
         return jnp.mean(jnp.max(self._values(S, y), axis=1))
 
     def _score_grad(self, S, y, weights):
@@ -69,12 +70,14 @@ class MulticlassHinge(MulticlassLabels, Loss):
         return (g - onehot * jnp.sum(g, axis=1, keepdims=True)) / S.shape[0]
 
     def dscores(self, S, y):
+        """The average over the maximum-loss labels Z_i* (eq. 37)."""
         # The average over the maximum-loss labels Z_i* (eq. 37): relative interior of ∂R.
         v = snap_to_max(self._values(S, y))
         active = (v == jnp.max(v, axis=1, keepdims=True)).astype(S.dtype)
         return self._score_grad(S, y, active / jnp.sum(active, axis=1, keepdims=True))
 
     def argsup(self, S, dS, y):
+        """Among Z_i*, the label steepest along dS (eq. 41)."""
         # eq. 41: among Z_i*, the label steepest along the direction.
         v = snap_to_max(self._values(S, y))
         rate = jnp.where(v == jnp.max(v, axis=1, keepdims=True), self._slopes(S, dS, y),
@@ -83,5 +86,6 @@ class MulticlassHinge(MulticlassLabels, Loss):
         return self._score_grad(S, y, pick)
 
     def lines(self, S, dS, y):
+        """K lines per example along S + η dS (eq. 43)."""
         n = S.shape[0]
         return snap_to_max(self._values(S, y)) / n, self._slopes(S, dS, y) / n

@@ -51,6 +51,7 @@ class MultilabelHinge(MultilabelLabels, Loss):
         return jnp.where(self._pairs(Y), a, 0.0).reshape(dS.shape[0], K * K)
 
     def risk(self, S, Y):
+        """R(S) = mean_i of the worst pair (eq. 51)."""
         return jnp.mean(jnp.max(self._values(S, Y), axis=1))
 
     def _score_grad(self, S, weights):
@@ -60,16 +61,19 @@ class MultilabelHinge(MultilabelLabels, Loss):
         return (jnp.sum(w, axis=1) - jnp.sum(w, axis=2)) / n
 
     def dscores(self, S, Y):
+        """The average over the worst pairs of each example."""
         v = snap_to_max(self._values(S, Y))
         active = (v == jnp.max(v, axis=1, keepdims=True)).astype(S.dtype)
         return self._score_grad(S, active / jnp.sum(active, axis=1, keepdims=True))
 
     def argsup(self, S, dS, Y):
+        """A single steepest worst pair per example (eq. 53)."""
         v = snap_to_max(self._values(S, Y))
         rate = jnp.where(v == jnp.max(v, axis=1, keepdims=True), self._slopes(dS, Y), -jnp.inf)
         pick = jax.nn.one_hot(jnp.argmax(rate, axis=1), v.shape[1], dtype=S.dtype)
         return self._score_grad(S, pick)
 
     def lines(self, S, dS, Y):
+        """Up to K² lines per example along S + η dS (eq. 54), masked pairs at −inf."""
         n = S.shape[0]
         return snap_to_max(self._values(S, Y)) / n, self._slopes(dS, Y) / n

@@ -19,6 +19,7 @@ CURVATURE_EPS = 16.0
 
 
 def curvature_ok(s, y):
+    """Whether sᵀy is large enough (relative to ‖s‖‖y‖) to update B."""
     sy = jnp.vdot(s, y)
     eps = jnp.finfo(sy.dtype).eps
     return sy > CURVATURE_EPS * eps * jnp.sqrt(jnp.vdot(s, s) * jnp.vdot(y, y))
@@ -55,6 +56,7 @@ class LBFGSMemory:
         """Any weight shape works."""
 
     def init(self, w):
+        """The empty memory (B = I) for weights shaped like w."""
         z = jnp.zeros((self.m,) + w.shape, w.dtype)
         return LBFGSState(z, z, jnp.zeros(self.m, w.dtype), jnp.zeros((), jnp.int32),
                           jnp.zeros((), jnp.int32))
@@ -127,11 +129,13 @@ class DenseBFGSMemory:
                              "SubLBFGS for multiclass or multilabel problems.")
 
     def init(self, w):
+        """The empty memory (B = I) for weights shaped like w."""
         if w.ndim != 1:
             raise ValueError("SubBFGS stores a dense (d, d) matrix and needs 1-D weights.")
         return DenseBFGSState(jnp.eye(w.shape[0], dtype=w.dtype), jnp.zeros((), jnp.int32))
 
     def apply(self, mem: DenseBFGSState, v):
+        """B v."""
         return jnp.matmul(mem.B, v, precision=jax.lax.Precision.HIGHEST)
 
     def update(self, mem: DenseBFGSState, s, y, accept):

@@ -1,0 +1,40 @@
+"""The solver registry: every solver configuration that the invariant tests
+(`test_invariants.py`) run on. Adding a solver means adding one line here.
+
+Each entry names the losses it solves and the relative accuracy it reaches on the seeded
+problems of `test_invariants.py` within ``max_steps`` (1e-6 unless the method is known to
+be slower: the figures below are measured, not wished).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from toy_solver import AveragedSubgradient
+
+import nsjax
+from nsjax.solvers import Solver
+
+S = nsjax.solvers
+
+
+class Entry(NamedTuple):
+    name: str
+    solver: Solver
+    losses: tuple = ("hinge", "logistic")
+    rtol: float = 1e-6  # relative error to the cvxpy optimum it must reach
+    max_steps: int = 2000
+
+
+REGISTRY = [
+    Entry("SubLBFGS", S.SubLBFGS()),
+    Entry("SubLBFGS-m256-unscaled", S.SubLBFGS(memory=256, scaling=False), ("hinge",)),
+    Entry("SubLBFGS-wolfe", S.SubLBFGS(line_search="wolfe")),
+    Entry("SubBFGS", S.SubBFGS()),
+    Entry("BMRM", S.BMRM()),
+    Entry("BMRM-exact", S.BMRM(line_search="exact"), ("hinge",)),
+    # O(1/(λε)) steps: 1e-5 in 2000 steps on these problems.
+    Entry("LineSearchBMRM", S.LineSearchBMRM(), rtol=1e-4),
+    # O(log t/(λt)): 5e-4 on the hinge in 2000 steps.
+    Entry("AveragedSubgradient", AveragedSubgradient(), rtol=3e-3),
+]

@@ -1,0 +1,127 @@
+"""Invariants every registered solver keeps (`solvers.py`): jit == no-jit, a state whose
+shapes, dtypes and weak types do not change across a step, one compile per shape, float32
+runs, sweep == solve, the cvxpy optimum, and a certified gap that bounds the true
+suboptimality at every recorded step."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference import cvxpy_optimum, random_binary
+from solvers import REGISTRY
+
+import nsjax
+from nsjax import RESULTS
+from nsjax.loop import _run_jit, _sweep_jit
+
+LOSSES = {"hinge": nsjax.losses.Hinge, "logistic": nsjax.losses.Logistic}
+ENTRIES = [pytest.param(e, id=e.name) for e in REGISTRY]
+OPTIMUM_CASES = [pytest.param(e, loss, seed, id=f"{e.name}-{loss}-{seed}")
+                 for e in REGISTRY for loss in e.losses for seed in range(2)]
+
+
+def _problem(loss="hinge", seed=0, n=80, d=8, lam=0.1, dtype=None):
+    X, y, _ = random_binary(seed + 100, n, d)
+    return nsjax.Problem(LOSSES[loss](), nsjax.regularizers.L2(lam), X, y, dtype=dtype)
+
+
+@functools.cache
+def _optimum(loss, seed):
+    X, y, _ = random_binary(seed + 100, 80, 8)
+    return cvxpy_optimum(X, y, 0.1, loss=loss)[0]
+
+
+def _signature(tree):
+    return jax.tree_util.tree_map(lambda a: (a.shape, a.dtype, a.weak_type), tree)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_jit_equals_no_jit(entry):
+    prob = _problem(entry.losses[0], n=20, d=3)
+    a = nsjax.solve(prob, entry.solver, max_steps=2, tol=0.0)
+    b = nsjax.solve(prob, entry.solver, max_steps=2, tol=0.0, jit=False)
+    np.testing.assert_allclose(np.asarray(a.w), np.asarray(b.w), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(a.history.value), np.asarray(b.history.value),
+                               rtol=1e-9)
+    assert a.result == b.result and int(a.num_steps) == int(b.num_steps) == 2
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_state_is_stable_across_a_step(entry, dtype):
+    prob = _problem(entry.losses[0], n=30, d=4, dtype=dtype)
+    state = jax.jit(entry.solver.init)(prob, prob.zeros())
+    new = jax.jit(entry.solver.step)(prob, state)
+    assert _signature(new) == _signature(state)
+    assert all(leaf.dtype in (dtype, jnp.int32, jnp.bool_)
+               for leaf in jax.tree_util.tree_leaves(state))
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_one_compile_per_shape(entry):
+    # A shape no other test uses, so the first solve compiles and the others must not.
+    shape = dict(n=41, d=5 + REGISTRY.index(entry))
+    before = _run_jit._cache_size()
+    for seed, lam in [(0, 0.1), (1, 0.3), (2, 1.0)]:
+        nsjax.solve(_problem(entry.losses[0], seed, lam=lam, **shape), entry.solver,
+                    max_steps=20)
+    assert _run_jit._cache_size() == before + 1
+    before = _sweep_jit._cache_size()
+    for lams in ([0.1, 0.5], [0.2, 1.0]):
+        nsjax.sweep(_problem(entry.losses[0], **shape), lams, entry.solver, max_steps=20)
+    assert _sweep_jit._cache_size() == before + 1
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_float32_runs_and_keeps_dtypes(entry):
+    loss = entry.losses[0]
+    sol = nsjax.solve(_problem(loss, dtype=np.float32), entry.solver,
+                      max_steps=entry.max_steps, tol=1e-4)
+    for x in (sol.w, sol.value, sol.gap, *sol.history):
+        assert x.dtype == jnp.float32
+    J_star = _optimum(loss, 0)
+    # float32 rounding (eps 1.2e-7, kinks active within 2.4e-4) limits what can be reached.
+    assert abs(float(sol.value) - J_star) <= max(1e-3, 10 * entry.rtol) * J_star
+    assert sol.result in (RESULTS.successful, RESULTS.stalled, RESULTS.max_steps_reached)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_sweep_equals_solve(entry):
+    # The smooth loss where the solver takes it: batched and single products round
+    # differently, and on a kinked loss that can send runs down different paths.
+    prob = _problem(entry.losses[-1], n=50, d=6)
+    lams = [0.05, 0.2, 1.0]
+    sols = nsjax.sweep(prob, lams, entry.solver, max_steps=400, tol=1e-9)
+    assert sols.w.shape == (3, 6)
+    for i, lam in enumerate(lams):
+        one = nsjax.solve(prob.with_lam(lam), entry.solver, max_steps=400, tol=1e-9)
+        # Both must land within their certified gaps.
+        slack = float(sols.gap[i]) + float(one.gap) + 1e-12
+        assert abs(float(sols.value[i]) - float(one.value)) <= slack
+        assert int(sols.result[i]) == int(one.result)
+        assert int(sols.num_steps[i]) > 0
+
+
+@pytest.mark.parametrize(("entry", "loss", "seed"), OPTIMUM_CASES)
+def test_reaches_the_cvxpy_optimum_with_valid_gaps(entry, loss, seed):
+    prob = _problem(loss, seed)
+    J_star = _optimum(loss, seed)
+    sol = nsjax.solve(prob, entry.solver, max_steps=entry.max_steps, tol=1e-9)
+    value = float(sol.value)
+    assert value == pytest.approx(float(prob.objective(sol.w)), rel=1e-12)
+    assert abs(value - J_star) <= entry.rtol * J_star
+    # cvxpy's J* is itself accurate to about 1e-10, hence the slack.
+    steps = int(sol.num_steps)
+    h = sol.history
+    value_t, best_t, gap_t = (np.asarray(x[:steps]) for x in (h.value, h.best, h.gap))
+    assert np.all(gap_t >= best_t - J_star - 1e-9)
+    assert float(sol.gap) >= value - J_star - 1e-9
+    # The best-so-far curve is the running minimum of the recorded values (and J(w_0)).
+    J0 = float(prob.objective(prob.zeros()))
+    np.testing.assert_array_equal(best_t, np.minimum.accumulate(np.minimum(value_t, J0)))
+    assert best_t[-1] == value
+    assert np.all(np.isnan(np.asarray(h.value[steps:])))
