@@ -73,7 +73,7 @@ class Problem:
         >>> prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-3), X, y)
         >>> prob.w_shape, prob.classes
         ((30,), (0, 1))
-        >>> float(prob.objective(prob.zeros()))  # J(0) = mean hinge at 0 = 1
+        >>> round(float(prob.objective(prob.zeros())), 12)  # J(0) = mean hinge at 0 = 1
         1.0
     """
 
@@ -93,6 +93,12 @@ class Problem:
         self.num_outputs = loss.num_outputs(self.classes)
         self.loss = loss.prepare(n, self.num_outputs, dt)
         self.reg = reg.with_strength(jnp.asarray(reg.strength, dt))
+
+    def __repr__(self):
+        n, d = self.X.shape
+        layout = "sparse" if self.X.is_sparse else "dense"
+        return (f"Problem({type(self.loss).__name__}, {type(self.reg).__name__}, "
+                f"X {n}x{d} {layout} {jnp.dtype(self.dtype).name})")
 
     # -- pytree -----------------------------------------------------------------------
     def tree_flatten(self):

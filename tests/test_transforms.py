@@ -74,3 +74,20 @@ def test_solve_batch_refuses_mixed_problems():
             nsjax.solve_batch([a, other], SOLVER)
     with pytest.raises(ValueError, match="empty"):
         nsjax.solve_batch([], SOLVER)
+
+
+def test_encoded_labels_for_every_label_kind():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 3))
+    y = np.arange(12) % 3
+    ref = nsjax.Problem(nsjax.losses.MulticlassHinge(), L2(0.1), X, np.array(list("abc"))[y])
+    given = nsjax.Problem(nsjax.losses.MulticlassHinge(), L2(0.1), X, y, classes=("a", "b", "c"))
+    assert given.classes == ref.classes and given.w_shape == (3, 3)
+    np.testing.assert_array_equal(np.asarray(given.y), np.asarray(ref.y))
+    with pytest.raises(ValueError, match="0..2"):
+        nsjax.Problem(nsjax.losses.MulticlassHinge(), L2(0.1), X, y + 1, classes=(0, 1, 2))
+    mask = np.eye(3, dtype=bool)[y]
+    ml = jax.jit(lambda X, Y: nsjax.Problem(nsjax.losses.MultilabelHinge(), L2(0.1), X, Y,
+                                            classes=(0, 1, 2)).objective(jnp.ones((3, 3))))
+    plain = nsjax.Problem(nsjax.losses.MultilabelHinge(), L2(0.1), X, mask.astype(int))
+    assert float(ml(X, mask)) == pytest.approx(float(plain.objective(jnp.ones((3, 3)))))

@@ -77,8 +77,8 @@ class BMRM(Solver):
         >>> X, y = nsjax.datasets.breast_cancer()
         >>> prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-2), X, y)
         >>> sol = nsjax.solve(prob, nsjax.solvers.BMRM(), max_steps=300, tol=1e-6)
-        >>> sol.result
-        <RESULTS.successful: 0>
+        >>> bool(sol.gap <= 1e-6), bool(sol.history.value[0] >= sol.value)
+        (True, True)
     """
 
     capacity: int = 128

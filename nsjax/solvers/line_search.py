@@ -42,8 +42,8 @@ class ExactLineSearch:
         """Refuse a problem whose loss gives no lines."""
         if not problem.has_lines:
             raise ValueError(
-                f"the exact line search needs a loss that gives its lines; "
-                f"{type(problem.loss).__name__} does not. Use the Wolfe line search."
+                f"the exact line search needs a loss that gives its lines; the loss of "
+                f"{problem!r} does not. Use the Wolfe line search."
             )
 
     def search(self, problem, w, S, p, dS) -> LineSearchResult:

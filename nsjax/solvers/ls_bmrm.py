@@ -44,11 +44,11 @@ class LineSearchBMRM(Solver):
 
     Example:
         >>> import nsjax
-        >>> X, y = nsjax.datasets.breast_cancer()
-        >>> prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-1), X, y)
-        >>> sol = nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), max_steps=2000, tol=1e-3)
-        >>> sol.result
-        <RESULTS.successful: 0>
+        >>> prob = nsjax.Problem(nsjax.losses.Logistic(), nsjax.regularizers.L2(1.0),
+        ...                      *nsjax.datasets.breast_cancer())
+        >>> sols = nsjax.sweep(prob, [1.0, 0.1], nsjax.solvers.LineSearchBMRM(), tol=1e-4)
+        >>> [nsjax.RESULTS(int(r)).name for r in sols.result]
+        ['successful', 'successful']
     """
 
     def check(self, problem):
