@@ -30,8 +30,9 @@ trees' git commits, the data fingerprint, the machine) and a bar plot.
     python benchmarks/step_time.py --tree before=/tmp/old --tree after=. \\
         [--steps 100] [--repeats 3] [--quick]
 
-Writes ``benchmarks/step_time.json`` and ``benchmarks/step_time.png``; ``--quick`` writes
-``benchmarks/results/step_time_quick.json`` and ``benchmarks/step_time_quick.png``.
+Writes ``benchmarks/results/step_time.json`` (like the other scripts' JSON, not tracked) and
+``benchmarks/step_time.png``; ``--quick`` writes ``benchmarks/results/step_time_quick.json``
+and ``benchmarks/step_time_quick.png``.
 """
 
 from __future__ import annotations
@@ -314,8 +315,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--repeats must be >= 1")
     n, d = QUICK_SHAPE if args.quick else FULL_SHAPE
     steps = args.steps or (QUICK_STEPS if args.quick else FULL_STEPS)
-    json_path = args.json or (HERE / "results" / "step_time_quick.json" if args.quick
-                              else HERE / "step_time.json")
+    json_path = args.json or HERE / "results" / f"step_time{'_quick' if args.quick else ''}.json"
     png = args.png or HERE / f"step_time{'_quick' if args.quick else ''}.png"
 
     sys.path.insert(0, str(HERE))

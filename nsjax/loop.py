@@ -94,9 +94,9 @@ def _check_common(problem, w0, max_steps, tol):
     shape = problem.w_shape
     if w0 is None:
         return jnp.zeros(shape, problem.dtype)
-    if jnp.shape(w0) != shape:
+    if np.shape(w0) != shape:
         raise ValueError(
-            f"w0 must have shape {shape} to match the problem; got {jnp.shape(w0)}.")
+            f"w0 must have shape {shape} to match the problem; got {np.shape(w0)}.")
     if not is_traced(w0) and not np.all(np.isfinite(np.asarray(w0))):
         raise ValueError("w0 contains NaN or inf.")
     return jnp.asarray(w0, problem.dtype)
