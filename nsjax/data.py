@@ -51,6 +51,7 @@ class Chunks:
 
     @classmethod
     def from_csr(cls, M: sp.csr_matrix, dtype) -> Chunks:
+        """Cut the rows of the CSR matrix M into zero-padded chunks (see the class)."""
         counts = np.diff(M.indptr)
         width = _chunk_width(counts)
         per_row = -(-counts // width)  # ceil

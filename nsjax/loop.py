@@ -15,6 +15,7 @@ then skipped and ``result`` stays an int32 array.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -50,7 +51,7 @@ def _run(problem, w0, tol, solver, max_steps):
         result = jnp.where(finite, result, RESULTS.nonfinite).astype(jnp.int32)
         nan = jnp.asarray(jnp.nan, problem.dtype)
         history = History(*(h.at[t].set(jnp.where(finite, v, nan)) for h, v in
-                             zip(history, (core.value, best.value, best.gap), strict=True)))
+                             zip(history, (core.value, best.gap, best.value), strict=True)))
         return new, best, history, done | ~finite, result, t + 1
 
     carry = (state, best, history, done0, result0, jnp.zeros((), jnp.int32))
@@ -79,6 +80,11 @@ def _default_solver(solver):
             f"solver must be an nsjax solver (a subclass of nsjax.solvers.Solver, e.g. "
             f"SubLBFGS()); got {solver!r}."
         )
+    if not (dataclasses.is_dataclass(solver) and solver.__dataclass_params__.frozen):
+        raise TypeError(
+            f"{type(solver).__name__} must be a frozen dataclass (decorate it with "
+            "nsjax.solvers.solver_options): solvers are compared by their options, so that "
+            "equal solvers share one compiled program.")
     return solver
 
 
@@ -132,6 +138,7 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
     w0 = _check_common(problem, w0, max_steps, tol)
     tol = jnp.asarray(tol, problem.dtype)
     solver.check(problem)
+    problem = problem.without_classes()  # label values do not change the program
     if jit:
         sol = _run_jit(problem, w0, tol, solver, int(max_steps))
     else:
@@ -173,7 +180,7 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6):
     if not np.all(np.isfinite(lams)) or np.any(lams < 0):
         raise ValueError(f"every lam must be finite and >= 0; got {lams.tolist()}.")
     solver.check(problem.with_lam(float(lams.min())))
-    return _sweep_jit(problem, jnp.asarray(lams, problem.dtype), w0,
+    return _sweep_jit(problem.without_classes(), jnp.asarray(lams, problem.dtype), w0,
                       jnp.asarray(tol, problem.dtype), solver, int(max_steps))
 
 
@@ -200,22 +207,34 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
     """
     solver = _default_solver(solver)
     if isinstance(problems, Problem):
-        stacked = problems
+        if problems.X.dense is None or problems.X.dense.ndim != 3:
+            raise ValueError("a single Problem passed to solve_batch must hold stacked dense "
+                             "data (X of shape (batch, n, d)); pass a list of Problems.")
+        stacked = problems.without_classes()
+        one = jax.tree_util.tree_map(lambda x: x[0], stacked)
+        solver.check(one)
     else:
-        problems = list(problems)
+        problems = [_batch_member(p, i) for i, p in enumerate(problems)]
         if not problems:
             raise ValueError("problems is empty; pass at least one Problem.")
         first = _kind(problems[0])
         for i, p in enumerate(problems):
-            if not isinstance(p, Problem) or _kind(p) != first:
+            if _kind(p) != first:
                 raise ValueError(
-                    f"problems[{i}] differs from problems[0] in its structure (loss options, "
-                    "classes, shape or sparse layout); a batch needs problems of one kind.")
+                    f"problems[{i}] differs from problems[0] in its structure (loss and "
+                    "regularizer options, number of classes, shape, dtype or sparse "
+                    "layout); a batch needs problems of one kind.")
+            solver.check(p)
+        one = problems[0]
         stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *problems)
-    one = jax.tree_util.tree_map(lambda x: x[0], stacked)
     w0 = _check_common(one, w0, max_steps, tol)
-    solver.check(one)
     return _batch_jit(stacked, w0, jnp.asarray(tol, one.dtype), solver, int(max_steps))
+
+
+def _batch_member(p, i):
+    if not isinstance(p, Problem):
+        raise TypeError(f"problems[{i}] must be an nsjax.Problem; got {type(p).__name__}.")
+    return p.without_classes()
 
 
 def _kind(problem):

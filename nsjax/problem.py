@@ -22,6 +22,10 @@ from nsjax.data import DesignMatrix
 from nsjax.losses.labels import is_traced
 from nsjax.regularizers import L2, REQUIRED
 
+#: What `Problem` needs of a loss (see `nsjax.losses.base`).
+LOSS_REQUIRED = ("risk", "dscores", "argsup", "encode_labels", "num_outputs", "prepare",
+                 "has_lines")
+
 __all__ = ["Line", "Problem", "is_traced"]
 
 
@@ -54,11 +58,12 @@ class Problem:
             losses any K values, multilabel losses label sets; losses without labels
             (MaxAffine) take None.
         dtype: the float dtype to compute in; default: X's.
-        classes: the class values, if y is already encoded (±1 for binary losses, indices
-            0..K−1 for multiclass, an (n, K) mask for multilabel). Needed when the problem
-            is built from traced arrays (inside `jax.jit` or `jax.vmap`), where labels
-            cannot be sorted; the other checks of values (NaN in X, label values) are then
-            skipped, and shapes are still checked.
+        classes: the class values, in order; y is then encoded by comparison with them
+            (binary and multiclass: raw labels such as 0/1 with classes=(0, 1), or ±1 with
+            classes=(-1, 1); multilabel: an (n, K) 0/1 mask), see `nsjax.losses.labels`.
+            Needed when the problem is built from traced arrays (inside `jax.jit` or
+            `jax.vmap`), where labels cannot be sorted; checks of values (NaN in X, labels
+            outside ``classes``, λ ≥ 0) are then skipped, shapes are still checked.
 
     Raises:
         ValueError / TypeError: on bad input, before anything is compiled.
@@ -81,8 +86,7 @@ class Problem:
         reg = L2(0.0) if reg is None else reg
         _check_regularizer(reg)
         _check_strength(reg.strength)
-        if not all(hasattr(loss, m) for m in ("risk", "dscores", "argsup", "encode_labels")):
-            raise TypeError(f"loss must be an nsjax loss (e.g. Hinge()); got {loss!r}.")
+        _check_loss(loss)
         _check_X(X)
         self.X = DesignMatrix.from_any(X, dtype)
         n, dt = self.X.shape[0], self.X.dtype
@@ -107,15 +111,25 @@ class Problem:
 
     @classmethod
     def tree_unflatten(cls, aux, children):
+        """Rebuild from `tree_flatten`'s parts without re-running the checks."""
         obj = object.__new__(cls)
         obj.loss, obj.reg, obj.X, obj.y = children
         obj.classes, obj.num_outputs = aux
         return obj
 
     def with_lam(self, lam) -> Problem:
-        """The same problem with regularization strength ``lam`` (traced inside jit)."""
+        """The same problem with regularization strength ``lam`` (may be traced: `sweep`
+        vmaps over it), held in the problem's dtype so that no new program compiles."""
+        _check_strength(lam)
+        reg = self.reg.with_strength(jnp.asarray(lam, self.dtype))
         return Problem.tree_unflatten((self.classes, self.num_outputs),
-                                      (self.loss, self.reg.with_strength(lam), self.X, self.y))
+                                      (self.loss, reg, self.X, self.y))
+
+    def without_classes(self) -> Problem:
+        """The same problem without its class values (what the solvers compile against:
+        problems that differ only in their label values share one compiled program)."""
+        return Problem.tree_unflatten((None, self.num_outputs),
+                                      (self.loss, self.reg, self.X, self.y))
 
     # -- shapes -----------------------------------------------------------------------
     @property
@@ -142,8 +156,9 @@ class Problem:
     @property
     def has_lines(self) -> bool:
         """Whether J restricted to a line is piecewise quadratic with known pieces, so the
-        exact line search applies (the loss gives its lines)."""
-        return self.loss.has_lines
+        exact line search applies (the loss gives its lines and the regularizer's restriction
+        is a quadratic plus lines)."""
+        return self.loss.has_lines and self.reg.has_lines
 
     @property
     def has_dual_certificate(self) -> bool:
@@ -163,8 +178,6 @@ class Problem:
     def scores(self, w):
         """X w."""
         return self.X.mv(w)
-
-    mv = scores
 
     def rmv(self, u):
         """Xᵀ u: a score-space vector (a dual point, a score subgradient) in weight space."""
@@ -233,7 +246,7 @@ class Problem:
         a = self.rmv(self.loss.dscores(S, self.y))
         return self.reg.value(w) + risk, a, risk - jnp.vdot(a, w)
 
-    def dual_value(self, u, S=None, Xtu=None):
+    def dual_value(self, u, *, S=None, Xtu=None):
         """A lower bound on min J from a score-space dual point u.
 
         Fenchel duality: D(u) = −R*(u) − (λΩ)*(−Xᵀu) ≤ J* for every u. Where the loss
@@ -262,11 +275,14 @@ class Problem:
         return jnp.maximum(base, self.reg.scaled_dual(rstar, Xtu, s_max))
 
     def dual_certificate(self, w, S=None):
-        """(a tight lower bound on min J near w, products with X or Xᵀ spent), where the
-        loss has one (`has_dual_certificate`), else (−inf, 0)."""
+        """(a tight lower bound on min J near w, products with X or Xᵀ spent, the scores
+        included where S is not given), where the loss has one (`has_dual_certificate`),
+        else (−inf, 0)."""
         if not self.has_dual_certificate:
             return jnp.asarray(-jnp.inf, self.dtype), jnp.zeros((), jnp.int32)
-        S = self.scores(w) if S is None else S
+        if S is None:
+            lower, products = self.loss.dual_certificate(self, w, self.scores(w))
+            return lower, products + 1
         return self.loss.dual_certificate(self, w, S)
 
 
@@ -274,23 +290,44 @@ def _pad_lines(x, r, fill):
     return jnp.pad(x, ((0, 0), (0, r - x.shape[1])), constant_values=fill)
 
 
+def _check_loss(loss):
+    if isinstance(loss, type):
+        raise TypeError(f"loss must be an instance: pass {loss.__name__}(), not the class.")
+    missing = [m for m in LOSS_REQUIRED if not hasattr(loss, m)]
+    if missing:
+        raise TypeError(
+            f"loss must be an nsjax loss (e.g. Hinge(); subclass nsjax.losses.base.Loss); "
+            f"{type(loss).__name__} lacks {', '.join(missing)}."
+        )
+
+
 def _check_regularizer(reg):
+    if isinstance(reg, type):
+        raise TypeError(f"reg must be an instance: pass {reg.__name__}(lam), not the class.")
+    if isinstance(reg, (int, float, np.number, np.ndarray, jax.Array)):
+        raise TypeError(f"reg must be a regularizer, e.g. nsjax.regularizers.L2({reg!r}); "
+                        f"got a number.")
     missing = [m for m in REQUIRED if not hasattr(reg, m)]
     if missing:
         raise TypeError(
             f"reg must implement nsjax.regularizers.Regularizer (e.g. L2(lam)); "
             f"{type(reg).__name__} lacks {', '.join(missing)}."
         )
+    if jax.tree_util.tree_leaves(reg) == [reg]:
+        raise TypeError(f"{type(reg).__name__} must be a JAX pytree (e.g. a frozen dataclass "
+                        "registered with jax.tree_util.register_dataclass) so that its "
+                        "strength is traced.")
 
 
 def _check_strength(lam):
+    if jnp.ndim(lam) != 0:
+        raise ValueError(
+            f"lam must be a scalar; got shape {jnp.shape(lam)}. Use nsjax.sweep for many "
+            "values."
+        )
     if is_traced(lam):
         return
     arr = np.asarray(lam)
-    if arr.ndim != 0:
-        raise ValueError(
-            f"lam must be a scalar; got shape {arr.shape}. Use nsjax.sweep for many values."
-        )
     if not np.isfinite(arr) or arr < 0:
         raise ValueError(f"lam must be finite and >= 0; got {float(arr)}.")
 

@@ -22,7 +22,9 @@ class RegularizerLine(NamedTuple):
 
     The smooth part is (c, h); ``b`` and ``a`` (shape (m, r), or None) are kinked terms in
     the same form as a loss's lines (an L1 term |w_j + η p_j| is two lines), so that the
-    exact line search treats them exactly like the loss's (paper 000, eq. 33).
+    exact line search treats them exactly like the loss's (paper 000, eq. 33). All in the
+    problem's dtype; kinks within `nsjax.losses.base.active_tol` of each other should be
+    snapped together as the losses do (`snap_to_max`).
     """
 
     c: jax.Array
@@ -41,6 +43,8 @@ class Regularizer(abc.ABC):
     strength_name: ClassVar[str]
     #: True where Ω = ½‖·‖²: bundle methods minimize their model through this dual.
     quadratic: ClassVar[bool] = False
+    #: True where `line` is exact (a quadratic plus lines), so the exact line search applies.
+    has_lines: ClassVar[bool] = False
 
     @property
     def strength(self):
@@ -113,6 +117,7 @@ class L2(Regularizer):
 
     strength_name: ClassVar[str] = "lam"
     quadratic: ClassVar[bool] = True
+    has_lines: ClassVar[bool] = True
 
     def value(self, w):
         return 0.5 * self.lam * jnp.vdot(w, w)
@@ -156,4 +161,5 @@ class L2(Regularizer):
 
 #: What `Problem` needs of a regularizer.
 REQUIRED = ("value", "subgradient", "argsup", "line", "prox", "conjugate", "scaled_dual",
-            "mirror_map", "inverse_mirror_map", "strength", "with_strength")
+            "mirror_map", "inverse_mirror_map", "strength", "with_strength", "quadratic",
+            "has_lines")

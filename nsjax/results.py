@@ -61,15 +61,17 @@ class History(NamedTuple):
     Attributes:
         value: J(w_t) of the step's own iterate. Bundle and accelerated methods are not
             monotone, so this curve can go up.
+        gap: the certified gap of the best iterate so far, best − (the best lower bound on
+            min J found so far); inf where the method has none yet. A solver's end-of-run
+            certificate (``postprocess``) may make ``Solution.gap`` smaller than the last
+            entry.
         best: min_{t' ≤ t} J(w_t') over the iterates so far (w_0 included): the value
             `solve` would return if it stopped after step t.
-        gap: the certified gap of that best iterate, best − (the best lower bound on
-            min J found so far); inf where the method has none yet.
     """
 
     value: Any
-    best: Any
     gap: Any
+    best: Any
 
 
 class Solution(NamedTuple):

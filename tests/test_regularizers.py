@@ -26,6 +26,7 @@ class AbsL1(Regularizer):
 
     mu: jax.Array | float
     strength_name: ClassVar[str] = "mu"
+    has_lines: ClassVar[bool] = True
 
     def value(self, w):
         return self.mu * jnp.sum(jnp.abs(w))
@@ -40,7 +41,8 @@ class AbsL1(Regularizer):
     def line(self, w, p):
         w, p = w.reshape(-1, 1), p.reshape(-1, 1)
         b = self.mu * jnp.concatenate([w, -w], axis=1)
-        return RegularizerLine(jnp.zeros(()), jnp.zeros(()), b,
+        zero = jnp.zeros((), w.dtype)
+        return RegularizerLine(zero, zero, b,
                                self.mu * jnp.concatenate([p, -p], axis=1))
 
     def prox(self, v, step):
@@ -93,8 +95,16 @@ def test_any_regularizer_is_accepted_and_its_strength_sweeps():
     X, y, _ = random_binary(0, 30, 4)
     prob = nsjax.Problem(nsjax.losses.Hinge(), AbsL1(0.1), X, y)
     assert float(prob.lam) == pytest.approx(0.1) and prob.reg.mu.dtype == prob.dtype
+    unregularized = nsjax.Problem(nsjax.losses.Hinge(), None, X, y)
     assert float(prob.with_lam(0.5).objective(jnp.ones(4))) == pytest.approx(
-        0.5 * 4 + float(nsjax.Problem(nsjax.losses.Hinge(), None, X, y).objective(jnp.ones(4))))
+        0.5 * 4 + float(unregularized.objective(jnp.ones(4))))
+    # sweep varies the strength lane by lane: each lane's J is its own μ‖w‖₁ + R.
+    mus = [0.01, 0.3]
+    sols = nsjax.sweep(prob, mus, nsjax.solvers.SubLBFGS(line_search="wolfe"), max_steps=20)
+    for w, value, mu in zip(sols.w, sols.value, mus, strict=True):
+        expected = mu * float(jnp.sum(jnp.abs(w))) + float(unregularized.objective(w))
+        assert float(value) == pytest.approx(expected, rel=1e-12)
+    assert float(jnp.sum(jnp.abs(sols.w[1]))) < float(jnp.sum(jnp.abs(sols.w[0])))
     # Bundle methods need L2 and say so.
     with pytest.raises(ValueError, match="L2 regularizer"):
         nsjax.solve(prob, nsjax.solvers.BMRM())

@@ -45,9 +45,21 @@ def test_problem_built_from_traced_arrays():
                                atol=1e-12)
     with pytest.raises(ValueError, match="classes="):
         jax.jit(lambda X, y: nsjax.Problem(HINGE, L2(0.1), X, y).X.dense)(X, y)
-    # Concrete labels given as encoded are checked.
-    with pytest.raises(ValueError, match="±1"):
-        nsjax.Problem(HINGE, L2(0.1), X, (y > 0).astype(float), classes=(0, 1))
+    # Raw labels are encoded by comparison with classes, traced or not.
+    y01 = (y > 0).astype(float)
+    fit01 = jax.jit(lambda X, y: nsjax.solve(
+        nsjax.Problem(HINGE, L2(0.1), X, y, classes=(0.0, 1.0)), SOLVER, tol=1e-9).w)
+    np.testing.assert_allclose(np.asarray(fit01(X, y01)), np.asarray(ref.w), rtol=1e-10,
+                               atol=1e-12)
+    # Concrete labels outside classes, and shapes even under tracing, are refused.
+    with pytest.raises(ValueError, match="outside classes"):
+        nsjax.Problem(HINGE, L2(0.1), X, y, classes=(0, 1))
+    with pytest.raises(ValueError, match="1-D labels"):
+        jax.jit(lambda X, y: nsjax.Problem(HINGE, L2(0.1), X, y, classes=(0, 1)).y)(
+            X, np.stack([y01, y01], 1))
+    with pytest.raises(ValueError, match="scalar"):
+        jax.jit(lambda X, y, lam: nsjax.Problem(HINGE, L2(lam), X, y, classes=(0, 1)).y)(
+            X, y01, np.ones(2))
 
 
 def test_vmap_over_16_stacked_problems_equals_the_loop():
@@ -69,9 +81,17 @@ def test_solve_batch_refuses_mixed_problems():
     a = nsjax.Problem(HINGE, L2(0.1), *_data(0))
     b = nsjax.Problem(nsjax.losses.Logistic(), L2(0.1), *_data(1))
     c = nsjax.Problem(HINGE, L2(0.1), *_data(2, n=41))
-    for other in (b, c):
+    d = nsjax.Problem(HINGE, L2(0.1), *_data(3), dtype=np.float32)
+    for other in (b, c, d):
         with pytest.raises(ValueError, match="problems\\[1\\]"):
             nsjax.solve_batch([a, other], SOLVER)
+    with pytest.raises(ValueError, match="lam > 0"):  # every member is checked
+        nsjax.solve_batch([a, a.with_lam(0.0)], SOLVER)
+    with pytest.raises(ValueError, match="stacked dense"):
+        nsjax.solve_batch(a, SOLVER)
+    # Label values do not matter: {0, 1} and {-1, 1} problems batch (and compile) together.
+    e = nsjax.Problem(HINGE, L2(0.1), _data(4)[0], _data(4)[1] > 0)
+    assert nsjax.solve_batch([a, e], SOLVER).w.shape == (2, 5)
     with pytest.raises(ValueError, match="empty"):
         nsjax.solve_batch([], SOLVER)
 
@@ -80,12 +100,21 @@ def test_encoded_labels_for_every_label_kind():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(12, 3))
     y = np.arange(12) % 3
-    ref = nsjax.Problem(nsjax.losses.MulticlassHinge(), L2(0.1), X, np.array(list("abc"))[y])
-    given = nsjax.Problem(nsjax.losses.MulticlassHinge(), L2(0.1), X, y, classes=("a", "b", "c"))
+    names = np.array(list("abc"))[y]
+    ref = nsjax.Problem(nsjax.losses.MulticlassHinge(), L2(0.1), X, names)
+    given = nsjax.Problem(nsjax.losses.MulticlassHinge(), L2(0.1), X, names,
+                          classes=("a", "b", "c"))
     assert given.classes == ref.classes and given.w_shape == (3, 3)
     np.testing.assert_array_equal(np.asarray(given.y), np.asarray(ref.y))
-    with pytest.raises(ValueError, match="0..2"):
+    # Traced labels, and classes in an order of the user's choosing.
+    traced = jax.jit(lambda X, y: nsjax.Problem(nsjax.losses.MulticlassHinge(), L2(0.1), X, y,
+                                                classes=(20, 10, 30)).y)(X, 10 * (y + 1))
+    np.testing.assert_array_equal(np.asarray(traced), np.array([1, 0, 2])[y])
+    with pytest.raises(ValueError, match="outside classes"):
         nsjax.Problem(nsjax.losses.MulticlassHinge(), L2(0.1), X, y + 1, classes=(0, 1, 2))
+    with pytest.raises(ValueError, match="0/1 mask"):
+        nsjax.Problem(nsjax.losses.MultilabelHinge(), L2(0.1), X, np.eye(4)[y % 4],
+                      classes=(0, 1, 2))
     mask = np.eye(3, dtype=bool)[y]
     ml = jax.jit(lambda X, Y: nsjax.Problem(nsjax.losses.MultilabelHinge(), L2(0.1), X, Y,
                                             classes=(0, 1, 2)).objective(jnp.ones((3, 3))))

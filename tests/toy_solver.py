@@ -14,6 +14,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from nsjax.problem import is_traced
 from nsjax.solvers import Core, Solver, solver_options
 from nsjax.solvers.base import count, counters
 
@@ -36,7 +37,7 @@ class AveragedSubgradient(Solver):
         if not (problem.quadratic_regularizer and problem.has_conjugate):
             raise ValueError("AveragedSubgradient needs the L2 regularizer and a loss with a "
                              "conjugate (for its dual point).")
-        if not float(problem.lam) > 0:
+        if not is_traced(problem.lam) and not float(problem.lam) > 0:
             raise ValueError("AveragedSubgradient needs lam > 0 (its step is 1/(lam t)).")
 
     def init(self, problem, w0):

@@ -50,7 +50,7 @@ def _band_dual_point(problem, w, S, delta, iterations):
         return problem.rmv(jnp.where(free, z, 0.0) * y) / n
 
     def At(q):
-        return jnp.where(free, y * problem.mv(q), 0.0) / n
+        return jnp.where(free, y * problem.scores(q), 0.0) / n
 
     z = jnp.where(free, 0.5, 0.0)
     s = At(target - A(z))

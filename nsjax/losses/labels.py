@@ -8,8 +8,11 @@ loss computes with them and the original class values:
 - multiclass: any K ≥ 2 values, mapped to indices 0..K−1 in sorted order;
 - multilabel: label sets (list of lists, sparse indicator, dense 0/1) as an (n, K) mask.
 
-With ``classes`` given, y is taken as already encoded (as under `jax.jit`/`jax.vmap`, where
-labels are traced and cannot be sorted); its values are checked only when concrete.
+With ``classes`` given (the class values, in order), y is encoded by comparison with them
+instead of by sorting, which also works on traced labels (under `jax.jit`/`jax.vmap`):
+binary and multiclass labels may be the raw values (e.g. 0/1 with ``classes=(0, 1)``, or ±1
+with ``classes=(-1, 1)``), multilabel labels an (n, K) 0/1 mask. Shapes are always checked;
+values only where they are concrete (a traced label outside ``classes`` counts as the first).
 """
 
 from __future__ import annotations
@@ -51,13 +54,29 @@ def _sorted_classes(y, n):
     return np.unique(y, return_inverse=True)
 
 
-def _given(y, n, classes, dtype, valid, expected):
-    """Already-encoded labels: cast, and check the values where they are concrete."""
+def _index_in(y, classes, n):
+    """Each label's index in the given ``classes`` (1-D y of length n), by comparison, so
+    that it works on traced labels; concrete labels outside ``classes`` are refused."""
+    if jnp.ndim(y) != 1:
+        raise ValueError(f"y must be 1-D labels with shape (n,); got shape {jnp.shape(y)}.")
     check_length(y, n)
-    y = jnp.asarray(y, dtype)
-    if not is_traced(y) and not bool(np.all(valid(np.asarray(y)))):
-        raise ValueError(f"with classes={classes!r}, y must be already encoded: {expected}.")
-    return y, tuple(classes)
+    if not is_traced(y):
+        y = np.asarray(y)
+        outside = ~np.isin(y, np.asarray(classes))
+        if outside.any():
+            raise ValueError(
+                f"y holds {int(outside.sum())} labels outside classes={tuple(classes)!r} "
+                f"(first: {y[outside][0]!r}); pass every class value, in order.")
+        return jnp.asarray(np.searchsorted(np.asarray(classes), y)
+                           if _is_sorted(classes) else
+                           np.argmax(y[:, None] == np.asarray(classes)[None], axis=1), jnp.int32)
+    hits = y[:, None] == jnp.asarray(classes)[None]
+    return jnp.argmax(hits, axis=1).astype(jnp.int32)
+
+
+def _is_sorted(classes):
+    c = np.asarray(classes)
+    return c.ndim == 1 and bool(np.all(c[:-1] < c[1:]))
 
 
 class BinaryLabels:
@@ -69,7 +88,8 @@ class BinaryLabels:
         if classes is not None:
             if len(classes) != 2:
                 raise ValueError(f"a binary loss needs two classes; got classes={classes!r}.")
-            return _given(y, n, classes, dtype, lambda v: np.abs(v) == 1, "±1 values")
+            index = _index_in(y, classes, n)
+            return jnp.where(index == 1, 1.0, -1.0).astype(dtype), tuple(classes)
         classes, index = _sorted_classes(y, n)
         if classes.size != 2:
             raise ValueError(
@@ -79,7 +99,7 @@ class BinaryLabels:
         return jnp.asarray(np.where(index == 1, 1.0, -1.0), dtype), tuple(classes.tolist())
 
     def num_outputs(self, classes):
-        """K for (n, K) scores, None for one score per example."""
+        """None: one score per example."""
         return None
 
 
@@ -90,9 +110,10 @@ class MulticlassLabels:
         """(encoded labels, class values): see the module docstring."""
         _needs(y, self)
         if classes is not None:
-            K = len(classes)
-            return _given(y, n, classes, jnp.int32, lambda v: (v >= 0) & (v < K),
-                          f"class indices in 0..{K - 1}")
+            if len(classes) < 2:
+                raise ValueError(f"a multiclass loss needs at least two classes; got "
+                                 f"classes={classes!r}.")
+            return _index_in(y, classes, n), tuple(classes)
         classes, index = _sorted_classes(y, n)
         if classes.size < 2:
             raise ValueError(
@@ -100,7 +121,7 @@ class MulticlassLabels:
         return jnp.asarray(index, jnp.int32), tuple(classes.tolist())
 
     def num_outputs(self, classes):
-        """K for (n, K) scores, None for one score per example."""
+        """K = the number of classes."""
         return len(classes)
 
 
@@ -111,23 +132,33 @@ class MultilabelLabels:
         """(encoded labels, class values): see the module docstring."""
         _needs(y, self)
         if classes is not None:
-            return _given(y, n, classes, bool, lambda v: v.shape[1:] == (len(classes),),
-                          f"an (n, {len(classes)}) 0/1 mask")
+            K = len(classes)
+            if jnp.shape(y) != (n, K):
+                raise ValueError(f"with classes={classes!r}, y must be an (n, K) = ({n}, {K}) "
+                                 f"0/1 mask; got shape {jnp.shape(y)}.")
+            if is_traced(y):
+                return y != 0, tuple(classes)
+            Y, _ = _label_sets(np.asarray(y))
+            return jnp.asarray(_check_sets(Y)), tuple(classes)
         Y, classes = _label_sets(y)
         check_length(Y, n, "label sets")
         if Y.shape[1] < 2:
             raise ValueError(f"a multilabel loss needs at least two labels; found {Y.shape[1]}.")
-        empty = np.flatnonzero(~Y.any(axis=1))
-        if empty.size:
-            raise ValueError(
-                f"{empty.size} examples have no label (first: row {empty[0]}); every example "
-                "needs at least one."
-            )
-        return jnp.asarray(Y), classes
+        return jnp.asarray(_check_sets(Y)), classes
 
     def num_outputs(self, classes):
-        """K for (n, K) scores, None for one score per example."""
+        """K = the number of labels."""
         return len(classes)
+
+
+def _check_sets(Y):
+    empty = np.flatnonzero(~Y.any(axis=1))
+    if empty.size:
+        raise ValueError(
+            f"{empty.size} examples have no label (first: row {empty[0]}); every example "
+            "needs at least one."
+        )
+    return Y
 
 
 def _label_sets(y):

@@ -8,9 +8,10 @@ import functools
 
 
 def solver_options(cls):
-    """Make ``cls`` a frozen dataclass (static, hashable: a jit static argument) whose
-    constructor names the valid options when given an unknown one."""
-    cls = dataclasses.dataclass(frozen=True)(cls)
+    """Make ``cls`` a frozen dataclass of keyword-only options (static, hashable by value: a
+    jit static argument) whose constructor names the valid options when given an unknown
+    one."""
+    cls = dataclasses.dataclass(frozen=True, kw_only=True)(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     init = cls.__init__
 

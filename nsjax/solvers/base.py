@@ -18,8 +18,9 @@ bookkeeping of its own to return its best point.
 Example: a new solver is one file (see ``tests/toy_solver.py`` for a complete one).
 
     >>> import jax.numpy as jnp
-    >>> from nsjax.solvers.base import Core, Solver
-    >>> class Stay(Solver):
+    >>> from nsjax.solvers import Core, Solver, solver_options
+    >>> @solver_options
+    ... class Stay(Solver):
     ...     '''Never moves: J(w0), no certificate.'''
     ...     def init(self, problem, w0):
     ...         return Core.start(problem, w0, lower=-jnp.inf, matvecs=1)
@@ -105,18 +106,20 @@ class Best(NamedTuple):
 
     @classmethod
     def start(cls, core: Core) -> Best:
-        return cls(core.w, core.value, core.lower)
+        """The best so far before any step: w0 and its bound."""
+        return cls(core.w, core.value, jnp.where(jnp.isnan(core.lower), -jnp.inf, core.lower))
 
     def update(self, core: Core) -> Best:
         """Keep the lower of the two values (strictly lower: ties keep the older) and the
         higher lower bound; the bound holds for min J, whichever iterate produced it."""
         better = core.value < self.value
+        # fmax: a NaN bound (a failed dual computation) is ignored, not kept for good.
         return Best(jnp.where(better, core.w, self.w), jnp.where(better, core.value, self.value),
-                    jnp.maximum(self.lower, core.lower))
+                    jnp.fmax(self.lower, core.lower))
 
     def raise_lower(self, lower) -> Best:
         """With a new lower bound on min J (kept only if higher)."""
-        return self._replace(lower=jnp.maximum(self.lower, lower))
+        return self._replace(lower=jnp.fmax(self.lower, lower))
 
 
 class Solver(abc.ABC):

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from nsjax.problem import is_traced
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.base import Core, Solver, count, counters
 from nsjax.solvers.line_search import ExactLineSearch
@@ -52,7 +53,7 @@ def check_bundle_problem(problem, name):
         raise ValueError(f"{name} needs the L2 regularizer (its model is minimized through "
                          "the dual of λ/2‖w‖²).")
     lam = problem.lam
-    if not isinstance(lam, jax.core.Tracer) and not float(lam) > 0:
+    if not is_traced(lam) and not float(lam) > 0:
         raise ValueError(f"{name} needs lam > 0 (its model is minimized through the dual).")
 
 

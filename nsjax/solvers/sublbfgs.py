@@ -19,6 +19,7 @@ of J averaged over the last 5 steps below ``stall_tol`` stops with `RESULTS.stal
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import jax
@@ -105,6 +106,15 @@ class SubLBFGS(Solver):
         if not (self.eps > 0 and self.k_max >= 1):
             raise ValueError(f"need eps > 0 and k_max >= 1; got {self.eps}, {self.k_max}.")
         WolfeLineSearch(self.c1, self.c2)  # checks 0 < c1 < c2 < 1
+        # An option that the chosen part ignores is a mistake, not a no-op.
+        defaults = {f.name: f.default for f in dataclasses.fields(SubLBFGS)}
+        if not isinstance(self.memory, int) and self.scaling != defaults["scaling"]:
+            raise ValueError("scaling applies to an int memory; set it on the memory object "
+                             "instead, e.g. LBFGSMemory(15, scaling=False).")
+        if not isinstance(self.line_search, str) and (self.c1, self.c2) != (
+                defaults["c1"], defaults["c2"]):
+            raise ValueError("c1 and c2 apply to line_search='wolfe' or 'auto'; set them on the "
+                             "line search object instead, e.g. WolfeLineSearch(c1, c2).")
 
     # -- parts ------------------------------------------------------------------------
     def quasi_newton_memory(self):
@@ -233,3 +243,9 @@ class SubBFGS(SubLBFGS):
     """
 
     memory: int | LBFGSMemory | DenseBFGSMemory = DenseBFGSMemory()
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not isinstance(self.memory, DenseBFGSMemory):
+            raise ValueError(f"SubBFGS keeps a dense matrix (memory=DenseBFGSMemory()); for "
+                             f"memory={self.memory!r} use SubLBFGS.")
