@@ -188,9 +188,10 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
     """Solve a batch of same-shape problems in one compiled, vmapped program.
 
     Args:
-        problems: a list of `Problem`s with the same shapes, loss options and classes
-            (dense data; a sparse layout depends on the matrix), or one `Problem` whose
-            arrays already carry a leading batch axis.
+        problems: a list of `Problem`s with the same shapes, dtypes, loss and regularizer
+            options and number of classes (their label values may differ; dense data, as a
+            sparse layout depends on the matrix), or one `Problem` whose arrays already
+            carry a leading batch axis.
         solver, w0, max_steps, tol: as for `solve` (one w0 for all).
 
     Returns:
@@ -239,8 +240,8 @@ def _batch_member(p, i):
 
 def _kind(problem):
     """What must agree for problems to stack: the tree (loss and regularizer types and
-    options, classes, layout; printed, as treedef equality ignores node types) and every
-    leaf's shape and dtype."""
+    options, number of classes, layout; printed, as treedef equality ignores node types)
+    and every leaf's shape and dtype."""
     leaves, tree = jax.tree_util.tree_flatten(problem)
     return str(tree), [(jnp.shape(x), jnp.result_type(x)) for x in leaves]
 
