@@ -26,6 +26,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 import nsjax
 
+# Timed runs stop early on purpose and their status is recorded: no warning per run.
+warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
+
 TARGETS = (1e-2, 1e-3)
 # s: fits shorter than this are repeated, best of 3: the rule of the nsjax timing runs
 LIBLINEAR_REPEAT_BELOW = 2.0

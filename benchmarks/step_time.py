@@ -78,6 +78,10 @@ def worker(n: int, d: int, steps: int) -> None:
 
     import nsjax
 
+    if hasattr(nsjax, "ConvergenceWarning"):  # runs stop at max_steps on purpose (tol = 0)
+        import warnings
+
+        warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
     t0 = time.perf_counter()
     X, y = nsjax.datasets.synthetic_sparse(n, d, DENSITY, seed=SEED)
     y = np.where(y > 0, 1.0, -1.0)

@@ -10,10 +10,11 @@ from nsjax import datasets, losses, projections, regularizers, solvers
 from nsjax.data import DesignMatrix
 from nsjax.loop import solve, solve_batch, sweep
 from nsjax.problem import Problem
-from nsjax.results import RESULTS, History, Solution
+from nsjax.results import RESULTS, ConvergenceWarning, History, Solution
 
 __all__ = [
-    "RESULTS", "DesignMatrix", "History", "Problem", "Solution", "datasets", "losses",
-    "projections", "regularizers", "solve", "solve_batch", "solvers", "sweep",
+    "RESULTS", "ConvergenceWarning", "DesignMatrix", "History", "Problem", "Solution",
+    "datasets", "losses", "projections", "regularizers", "solve", "solve_batch", "solvers",
+    "sweep",
 ]
 __version__ = "0.1.0"

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from nsjax.problem import Problem, is_traced
-from nsjax.results import RESULTS, History, Solution
+from nsjax.results import RESULTS, ConvergenceWarning, History, Solution
 from nsjax.solvers.base import Best, Solver, core_of
 
 
@@ -118,8 +119,9 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
         max_steps: cap on outer iterations (also the length of ``history``).
         tol: stop when the certified gap is ≤ tol · max(1, |J|).
         jit: False runs the same code eagerly (for debugging; slow).
-        throw: raise RuntimeError if the run ends with a failure status (not available
-            under the caller's jit or vmap, where the status is a traced array).
+        throw: raise RuntimeError if the run ends without `RESULTS.successful` (not
+            available under the caller's jit or vmap, where the status is a traced array);
+            without it, such a run issues a `ConvergenceWarning`.
 
     Returns:
         A `Solution`; ``sol.result`` is a `RESULTS` member (an int32 array when ``solve``
@@ -150,9 +152,28 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
                              "sol.result (an int32 array) instead.")
         return sol
     sol = sol._replace(result=RESULTS(int(sol.result)))
-    if throw and sol.result.is_failure:
-        raise RuntimeError(f"{type(solver).__name__} failed: {sol.result.message}")
+    if sol.result.is_failure:
+        target = float(tol) * max(1.0, abs(float(sol.value)))
+        message = (f"{type(solver).__name__} ended {sol.result.name} after {int(sol.num_steps)} "
+                   f"steps with certified gap {float(sol.gap):.2e} (tol · max(1, |J|) = "
+                   f"{target:.2e}). {sol.result.message}")
+        if throw:
+            raise RuntimeError(message)
+        warnings.warn(message, ConvergenceWarning, stacklevel=2)
     return sol
+
+
+def _warn_unless_all_successful(solver, sols, what):
+    """One `ConvergenceWarning` for the lanes of a stacked solution that did not succeed."""
+    result = np.asarray(sols.result)
+    bad = np.flatnonzero(result != RESULTS.successful)
+    if bad.size:
+        ends = ", ".join(f"{i}: {RESULTS(int(result[i])).name}" for i in bad[:5])
+        more = f" and {bad.size - 5} more" if bad.size > 5 else ""
+        warnings.warn(f"{type(solver).__name__} did not succeed on {bad.size} of {result.size} "
+                      f"{what} ({ends}{more}); see sol.result and sol.gap.",
+                      ConvergenceWarning, stacklevel=3)
+    return sols
 
 
 def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6):
@@ -180,8 +201,9 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6):
     if not np.all(np.isfinite(lams)) or np.any(lams < 0):
         raise ValueError(f"every lam must be finite and >= 0; got {lams.tolist()}.")
     solver.check(problem.with_lam(float(lams.min())))
-    return _sweep_jit(problem.without_classes(), jnp.asarray(lams, problem.dtype), w0,
+    sols = _sweep_jit(problem.without_classes(), jnp.asarray(lams, problem.dtype), w0,
                       jnp.asarray(tol, problem.dtype), solver, int(max_steps))
+    return _warn_unless_all_successful(solver, sols, "strengths")
 
 
 def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
@@ -229,7 +251,8 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
         one = problems[0]
         stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *problems)
     w0 = _check_common(one, w0, max_steps, tol)
-    return _batch_jit(stacked, w0, jnp.asarray(tol, one.dtype), solver, int(max_steps))
+    sols = _batch_jit(stacked, w0, jnp.asarray(tol, one.dtype), solver, int(max_steps))
+    return _warn_unless_all_successful(solver, sols, "problems")
 
 
 def _batch_member(p, i):

@@ -1,7 +1,8 @@
 """Status codes and the `Solution` container returned by every solver.
 
 Status is returned, not raised: inside `jit` and `vmap` a failure is a `RESULTS` member
-(stored as an int32 array). `nsjax.solve(..., throw=True)` turns a failure into an error.
+(stored as an int32 array). Outside them, a run that ends without `RESULTS.successful` issues
+a `ConvergenceWarning`, and `nsjax.solve(..., throw=True)` turns it into an error.
 """
 
 from __future__ import annotations
@@ -10,6 +11,12 @@ import enum
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
+
+
+class ConvergenceWarning(UserWarning):
+    """A run ended without a certified gap ≤ tol · max(1, |J|) (`solve`, `sweep`,
+    `solve_batch`). Filter it like any warning, e.g.
+    ``warnings.simplefilter("ignore", nsjax.ConvergenceWarning)``."""
 
 
 class RESULTS(enum.IntEnum):
@@ -45,12 +52,13 @@ class RESULTS(enum.IntEnum):
         "add regularization (lam > 0).")
     stalled = (
         6, "The objective's relative change averaged over 5 iterations fell below stall_tol "
-        "before the certified gap reached tol.")
+        "before the certified gap reached tol; try BMRM(line_search='exact'), or a larger "
+        "memory.")
 
     @property
     def is_failure(self) -> bool:
-        """True for the statuses `solve(..., throw=True)` raises on."""
-        return self not in (RESULTS.successful, RESULTS.stalled, RESULTS.running)
+        """True for every end but `successful`: the gap is above tol (`stalled` included)."""
+        return self not in (RESULTS.successful, RESULTS.running)
 
 
 class History(NamedTuple):

@@ -1,6 +1,8 @@
 """The driver: sweep == loop of solves, the history, RESULTS, contract errors. The
 invariants every solver keeps (jit, dtypes, compiles, float32) are in test_invariants.py."""
 
+import warnings
+
 import numpy as np
 import pytest
 from reference import random_binary
@@ -61,7 +63,28 @@ def test_results_carry_their_messages():
     for member in RESULTS:
         assert isinstance(member.message, str) and member.message
     assert RESULTS(4) is RESULTS.nonfinite and RESULTS.nonfinite == 4
-    assert RESULTS.max_steps_reached.is_failure and not RESULTS.stalled.is_failure
+    assert RESULTS.max_steps_reached.is_failure and RESULTS.stalled.is_failure
+    assert not RESULTS.successful.is_failure
+
+
+def test_runs_that_do_not_succeed_are_never_silent():
+    prob = _problem()
+    solver = nsjax.solvers.BMRM()
+    with pytest.warns(nsjax.ConvergenceWarning, match="max_steps_reached after 2 steps"):
+        sol = nsjax.solve(prob, solver, max_steps=2)
+    assert sol.result == RESULTS.max_steps_reached
+    with pytest.raises(RuntimeError, match="max_steps_reached"):
+        nsjax.solve(prob, solver, max_steps=2, throw=True)
+    # stalled has a gap above tol: a failure for throw=True too.
+    stalls = nsjax.solvers.SubLBFGS(stall_tol=0.5)
+    with pytest.raises(RuntimeError, match="stalled"):
+        nsjax.solve(prob, stalls, tol=1e-12, throw=True)
+    with pytest.warns(nsjax.ConvergenceWarning, match="1 of 2 strengths"):
+        nsjax.sweep(prob, [1e-2, 1e3], solver, max_steps=3, tol=1e-2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nsjax.ConvergenceWarning)
+        # (max_steps=2 again: the program compiled above serves.)
+        assert nsjax.solve(prob, solver, max_steps=2, tol=10.0).result == RESULTS.successful
 
 
 def test_contract_errors_are_clear():
