@@ -100,7 +100,7 @@ def _check_common(problem, w0, max_steps, tol):
         raise ValueError(f"tol must be finite and >= 0; got {tol!r}.")
     shape = problem.w_shape
     if w0 is None:
-        return jnp.zeros(shape, problem.dtype)
+        return problem.zeros()
     if np.shape(w0) != shape:
         raise ValueError(
             f"w0 must have shape {shape} to match the problem; got {np.shape(w0)}.")

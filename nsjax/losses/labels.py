@@ -43,12 +43,16 @@ def _needs(y, loss):
         raise ValueError(f"{type(loss).__name__} needs labels y; got y=None.")
 
 
+def _check_1d(y, n):
+    if jnp.ndim(y) != 1:
+        raise ValueError(f"y must be 1-D labels with shape (n,); got shape {jnp.shape(y)}.")
+    check_length(y, n)
+
+
 def _sorted_classes(y, n):
     """y as a 1-D array of n finite labels: its sorted classes and each label's index."""
     y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D labels with shape (n,); got shape {y.shape}.")
-    check_length(y, n)
+    _check_1d(y, n)
     if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y)):
         raise ValueError("y contains NaN or inf; every example needs a finite label.")
     return np.unique(y, return_inverse=True)
@@ -57,26 +61,17 @@ def _sorted_classes(y, n):
 def _index_in(y, classes, n):
     """Each label's index in the given ``classes`` (1-D y of length n), by comparison, so
     that it works on traced labels; concrete labels outside ``classes`` are refused."""
-    if jnp.ndim(y) != 1:
-        raise ValueError(f"y must be 1-D labels with shape (n,); got shape {jnp.shape(y)}.")
-    check_length(y, n)
-    if not is_traced(y):
-        y = np.asarray(y)
-        outside = ~np.isin(y, np.asarray(classes))
-        if outside.any():
-            raise ValueError(
-                f"y holds {int(outside.sum())} labels outside classes={tuple(classes)!r} "
-                f"(first: {y[outside][0]!r}); pass every class value, in order.")
-        return jnp.asarray(np.searchsorted(np.asarray(classes), y)
-                           if _is_sorted(classes) else
-                           np.argmax(y[:, None] == np.asarray(classes)[None], axis=1), jnp.int32)
-    hits = y[:, None] == jnp.asarray(classes)[None]
-    return jnp.argmax(hits, axis=1).astype(jnp.int32)
-
-
-def _is_sorted(classes):
-    c = np.asarray(classes)
-    return c.ndim == 1 and bool(np.all(c[:-1] < c[1:]))
+    _check_1d(y, n)
+    if is_traced(y):
+        return jnp.argmax(y[:, None] == jnp.asarray(classes)[None], axis=1).astype(jnp.int32)
+    y, c = np.asarray(y), np.asarray(classes)
+    outside = ~np.isin(y, c)
+    if outside.any():
+        raise ValueError(
+            f"y holds {int(outside.sum())} labels outside classes={tuple(classes)!r} "
+            f"(first: {y[outside][0]!r}); pass every class value, in order.")
+    order = np.argsort(c)  # classes in the user's order: search the sorted copy
+    return jnp.asarray(order[np.searchsorted(c[order], y)], jnp.int32)
 
 
 class BinaryLabels:

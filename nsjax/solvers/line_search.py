@@ -35,8 +35,7 @@ class ExactLineSearch:
     bracket: str = "auto"
 
     def __post_init__(self):
-        if self.bracket not in ("auto", "sort", "bisect"):
-            raise ValueError(f"bracket must be 'auto', 'sort' or 'bisect'; got {self.bracket!r}.")
+        _check_bracket(self.bracket)
 
     def check(self, problem):
         """Refuse a problem whose loss gives no lines."""
@@ -147,8 +146,7 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
     Sorting is cheap on a GPU but is the slowest part of a step on a CPU (50,000 kinks:
     11 ms, more than a product with X); the bisection costs about 1 ms there.
     """
-    if bracket not in ("auto", "sort", "bisect"):
-        raise ValueError(f"bracket must be 'auto', 'sort' or 'bisect'; got {bracket!r}.")
+    _check_bracket(bracket)
     c = c_reg + sup_slope_at_zero(b, a)
     eta, jump = kinks(b, a)
     finite = jnp.isfinite(eta)
@@ -174,6 +172,11 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
     theta = jnp.clip(theta, 0.0, 1.0)
     passed = jnp.sum(before).astype(jnp.int32)
     return LineSearchResult(eta_star, passed, c < 0, theta)
+
+
+def _check_bracket(bracket):
+    if bracket not in ("auto", "sort", "bisect"):
+        raise ValueError(f"bracket must be 'auto', 'sort' or 'bisect'; got {bracket!r}.")
 
 
 def _bracket_by_sort(eta, jump, c, h):
