@@ -44,10 +44,12 @@ def _run(problem, w0, tol, solver, max_steps):
         new = solver.step(problem, state)
         core = core_of(new)
         finite = jnp.isfinite(core.value) & jnp.all(jnp.isfinite(core.w))
-        # A cond, not a select over every leaf: that would copy the whole state (an L-BFGS
-        # memory holds 2·m·d numbers) at every step.
-        new = jax.lax.cond(finite, lambda: new, lambda: state)
-        best = best.update(core_of(new))
+        # A non-finite step ends the run; only `best` (what is returned) must stay finite.
+        # The state is not rolled back: keeping the old one alive next to the new one
+        # would make XLA copy every buffer updated in place (an L-BFGS memory, a bundle)
+        # at every step.
+        best = jax.tree_util.tree_map(lambda a, b: jnp.where(finite, a, b),
+                                      best.update(core), best)
         done, result = solver.terminate(problem, new, best, tol)
         result = jnp.where(finite, result, RESULTS.nonfinite).astype(jnp.int32)
         nan = jnp.asarray(jnp.nan, problem.dtype)

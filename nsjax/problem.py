@@ -246,6 +246,19 @@ class Problem:
         a = self.rmv(self.loss.dscores(S, self.y))
         return self.reg.value(w) + risk, a, risk - jnp.vdot(a, w)
 
+    def dual_cut(self, u, S, Xtu):
+        """The cutting plane of R that a score-space subgradient u ∈ ∂R(S) gives, without a
+        product with X: (a, b) with a = Xᵀu (``Xtu``) and R(Xv) ≥ ⟨a, v⟩ + b for all v.
+
+        b = −R*(u) (Fenchel–Young: valid for every u in dom R*, so also where u is in ∂R(S)
+        only up to the kink tolerance) where the loss gives R*; else R(S) − ⟨u, S⟩.
+        """
+        b_here = self.loss.risk(S, self.y) - jnp.vdot(u, S)
+        if not self.has_conjugate:
+            return Xtu, b_here
+        b = -self.loss.conjugate(u, self.y)
+        return Xtu, jnp.where(jnp.isfinite(b), b, b_here)
+
     def dual_value(self, u, *, S=None, Xtu=None):
         """A lower bound on min J from a score-space dual point u.
 

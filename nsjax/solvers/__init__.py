@@ -4,12 +4,13 @@ and the parts they are built from (line searches, quasi-Newton memories)."""
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.base import Best, Core, Solver
 from nsjax.solvers.bmrm import BMRM
+from nsjax.solvers.hybrid import Hybrid
 from nsjax.solvers.line_search import ExactLineSearch, WolfeLineSearch
 from nsjax.solvers.ls_bmrm import LineSearchBMRM
 from nsjax.solvers.memory import DenseBFGSMemory, LBFGSMemory
 from nsjax.solvers.sublbfgs import SubBFGS, SubLBFGS
 
 __all__ = [
-    "BMRM", "Best", "Core", "DenseBFGSMemory", "ExactLineSearch", "LBFGSMemory",
+    "BMRM", "Best", "Core", "DenseBFGSMemory", "ExactLineSearch", "Hybrid", "LBFGSMemory",
     "LineSearchBMRM", "Solver", "SubBFGS", "SubLBFGS", "WolfeLineSearch", "solver_options",
 ]

@@ -104,50 +104,80 @@ class BMRM(Solver):
         S = problem.scores(w0)
         value, a, b = problem.cut(w0, S)
         c = self.capacity
-        stats = counters(matvecs=2, aggregations=0, dropped_cuts=0)
-        return BundleState(
-            core=Core(w0, value, jnp.asarray(-jnp.inf, dt), stats), S=S, cut_a=a, cut_b=b,
-            A=jnp.zeros((c,) + w0.shape, dt), b=jnp.zeros(c, dt), Q=jnp.zeros((c, c), dt),
-            valid=jnp.zeros(c, bool), age=jnp.zeros(c, jnp.int32), alpha=jnp.zeros(c, dt),
-        )
+        core = Core(w0, value, jnp.asarray(-jnp.inf, dt),
+                    counters(matvecs=2, aggregations=0, dropped_cuts=0))
+        return self.warm_start(core, S, a, b, jnp.zeros((c,) + w0.shape, dt),
+                               jnp.zeros(c, dt), jnp.zeros(c, bool), jnp.zeros(c, jnp.int32))
 
-    def _insert(self, state: BundleState):
-        """Put the pending cut into the bundle, making room first if it is full."""
+    def warm_start(self, core, S, cut_a, cut_b, A, b, valid, age) -> BundleState:
+        """The state at ``core.w`` (scores S, pending cut (cut_a, cut_b) taken there) whose
+        bundle already holds the cuts (A, b) on the slots ``valid`` (insertion order
+        ``age``): any minorants of R, e.g. another solver's subgradients (the hybrid).
+        ``core.stats`` must hold BMRM's counters."""
+        axes = tuple(range(1, A.ndim))
+        Q = jax.lax.cond(jnp.any(valid), lambda: jnp.tensordot(A, A, axes=(axes, axes)),
+                         lambda: jnp.zeros((self.capacity,) * 2, A.dtype))
+        Q = jnp.where(valid[:, None] & valid[None, :], Q, 0.0)
+        return BundleState(core=core, S=S, cut_a=cut_a, cut_b=cut_b, A=A, b=b, Q=Q,
+                           valid=valid, age=age, alpha=jnp.zeros(self.capacity, A.dtype))
+
+    def insert(self, state: BundleState, gram=True) -> BundleState:
+        """Put the pending cut into the bundle, making room first if it is full.
+
+        The (capacity, d) buffer A is only written in place (no branch returns it): a
+        conditional that passes it through would make XLA copy it at every step.
+        ``gram`` (a bool, or a traced one): update the Gram matrix Q; the hybrid skips it
+        while it only collects cuts and computes Q once when it switches (`warm_start`).
+        """
         A, b, Q, valid, age, alpha = state.A, state.b, state.Q, state.valid, state.age, state.alpha
         full = jnp.all(valid)
         inactive = valid & (alpha <= 0)
         aggregate = full & ~jnp.any(inactive)
         first = jnp.arange(self.capacity) == 0
-
-        def aggregate_into_first_slot(A, b, Q, valid, alpha):
-            A = jnp.where(_bcast(first, A), jnp.tensordot(alpha, A, axes=1)[None], 0.0)
-            Q = jnp.where(first[:, None] & first[None, :], alpha @ Q @ alpha, 0.0)
-            return A, jnp.where(first, alpha @ b, 0.0), Q, first, first.astype(alpha.dtype)
-
-        # A cond, so that the (capacity, d) bundle is not rewritten at every step.
-        A, b, Q, valid, alpha = jax.lax.cond(
-            aggregate, aggregate_into_first_slot, lambda *bundle: bundle, A, b, Q, valid, alpha)
+        # Every cut active: aggregate the bundle into slot 0 (Σ α_i a_i, Σ α_i b_i). The
+        # other rows of A are left as they are: they are off `valid`, so never read.
+        row0 = jax.lax.cond(aggregate, lambda: jnp.tensordot(alpha, A, axes=1), lambda: A[0])
+        A = A.at[0].set(row0)
+        Q = jnp.where(aggregate, jnp.where(first[:, None] & first[None, :], alpha @ Q @ alpha,
+                                           0.0), Q)
+        b = jnp.where(aggregate, jnp.where(first, alpha @ b, 0.0), b)
+        valid = jnp.where(aggregate, first, valid)
+        alpha = jnp.where(aggregate, first.astype(alpha.dtype), alpha)
         # The slot: the oldest inactive cut if full, else the first free slot.
         big = jnp.iinfo(jnp.int32).max
         oldest_inactive = jnp.argmin(jnp.where(inactive, age, big))
         free_slot = jnp.argmin(valid)
         slot = jnp.where(full & ~aggregate, oldest_inactive, free_slot)
         a = state.cut_a
-        q = jnp.where(valid, jnp.tensordot(A, a, axes=a.ndim), 0.0)
-        q = q.at[slot].set(jnp.vdot(a, a))
-        Q = Q.at[slot, :].set(q).at[:, slot].set(q)
+
+        def gram_row():
+            q = jnp.where(valid, jnp.tensordot(A, a, axes=a.ndim), 0.0)
+            return q.at[slot].set(jnp.vdot(a, a))
+
+        if isinstance(gram, bool):
+            q = gram_row() if gram else None
+        else:
+            q = jax.lax.cond(gram, gram_row, lambda: jnp.zeros_like(b))
+        if q is not None:
+            Q = Q.at[slot, :].set(q).at[:, slot].set(q)
         A = A.at[slot].set(a)
         b = b.at[slot].set(state.cut_b)
         valid = valid.at[slot].set(True)
         age = age.at[slot].set(jnp.max(age) + 1)
         alpha = alpha.at[slot].set(0.0)
-        dropped = (full & ~aggregate).astype(jnp.int32)
-        return A, b, Q, valid, age, alpha, aggregate.astype(jnp.int32), dropped
+        stats = count(state.core.stats, aggregations=aggregate, dropped_cuts=full & ~aggregate)
+        return state._replace(core=state.core._replace(stats=stats), A=A, b=b, Q=Q,
+                              valid=valid, age=age, alpha=alpha)
 
     def step(self, problem, state: BundleState) -> BundleState:
+        return self.iterate(problem, self.insert(state))
+
+    def iterate(self, problem, state: BundleState) -> BundleState:
+        """The rest of a step, after `insert`: minimize the model, move, take the next
+        cut. Reads the bundle, never writes A."""
         lam = problem.lam
-        A, b, Q, valid, age, alpha, aggregated, dropped = self._insert(state)
-        alpha = solve_simplex_qp(Q, b, lam, valid, alpha, self.qp_iterations)
+        A, b, Q, valid = state.A, state.b, state.Q, state.valid
+        alpha = solve_simplex_qp(Q, b, lam, valid, state.alpha, self.qp_iterations)
         Aalpha = jnp.tensordot(alpha, A, axes=1)
         dual = -jnp.vdot(Aalpha, Aalpha) / (2 * lam) + jnp.vdot(alpha, b)  # D(α) ≤ J*
         w_model = -Aalpha / lam
@@ -174,13 +204,7 @@ class BMRM(Solver):
         else:
             w_new, S_new = w_model, S_model
             value, a, cut_b = problem.cut(w_new, S_new)
-        stats = count(state.core.stats, matvecs=2, aggregations=aggregated,
-                      dropped_cuts=dropped)
-        return BundleState(
-            core=Core(w_new, value, dual, stats), S=S_new, cut_a=a, cut_b=cut_b, A=A, b=b,
-            Q=Q, valid=valid, age=age, alpha=alpha,
-        )
+        stats = count(state.core.stats, matvecs=2)
+        return state._replace(core=Core(w_new, value, dual, stats), S=S_new, cut_a=a,
+                              cut_b=cut_b, alpha=alpha)
 
-
-def _bcast(mask, like):
-    return mask.reshape(mask.shape + (1,) * (like.ndim - 1))

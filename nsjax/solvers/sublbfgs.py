@@ -155,6 +155,11 @@ class SubLBFGS(Solver):
         )
 
     def step(self, problem, state: SubQNState) -> SubQNState:
+        return self.advance(problem, state)[0]
+
+    def advance(self, problem, state: SubQNState):
+        """One step of Alg. 1: (the next state, the `Direction` found at w_t), so that a
+        caller (the hybrid) can reuse direction finding's aggregated subgradient."""
         memory = self.quasi_newton_memory()
         w, S = state.core.w, state.S
         d = find_direction(problem, memory, state.mem, w, S, state.g, state.u, state.g_reg,
@@ -196,7 +201,7 @@ class SubLBFGS(Solver):
             core=Core(w_new, value, lower, stats), S=S_new, g=g_new, u=u_new, g_reg=g_reg_new,
             mem=mem, fresh=fresh, recent=jnp.concatenate([state.recent[1:], value[None]]),
             status=status.astype(jnp.int32),
-        )
+        ), d
 
     def terminate(self, problem, state: SubQNState, best, tol):
         """(done, result): the certified gap, then failures, then the stall rule."""
@@ -216,15 +221,23 @@ class SubLBFGS(Solver):
         certified, tighten the lower bound with it (``certify``)."""
         if not (self.certify and problem.has_dual_certificate):
             return state, best, result
-        done = converged(best.value, best.gap, tol)
-        lower, products = jax.lax.cond(
-            done, lambda: (best.lower, jnp.zeros((), jnp.int32)),
-            lambda: problem.dual_certificate(best.w))
-        best = best.raise_lower(lower)
-        stats = count(state.core.stats, matvecs=products)
-        state = state._replace(core=state.core._replace(stats=stats))
-        ok = converged(best.value, best.gap, tol) & (result != RESULTS.nonfinite)
-        return state, best, jnp.where(ok, RESULTS.successful, result).astype(jnp.int32)
+        return certify_at_end(problem, state, best, result, tol)
+
+
+def certify_at_end(problem, state, best, result, tol):
+    """The loss's tight certificate at the best iterate (`Problem.dual_certificate`) where
+    the run is not yet certified to tol; its products are counted in stats["matvecs"].
+    Returns (state, best, result) with the raised lower bound (and `RESULTS.successful`
+    where that closes the gap)."""
+    done = converged(best.value, best.gap, tol)
+    lower, products = jax.lax.cond(
+        done, lambda: (best.lower, jnp.zeros((), jnp.int32)),
+        lambda: problem.dual_certificate(best.w))
+    best = best.raise_lower(lower)
+    stats = count(state.core.stats, matvecs=products)
+    state = state._replace(core=state.core._replace(stats=stats))
+    ok = converged(best.value, best.gap, tol) & (result != RESULTS.nonfinite)
+    return state, best, jnp.where(ok, RESULTS.successful, result).astype(jnp.int32)
 
 
 @solver_options

@@ -1,0 +1,184 @@
+"""The hybrid that paper 000 proposes in Sec. 8: subLBFGS first, then the OCAS-like BMRM.
+
+Paper 000 observes (Sec. 7.4, Fig. 13–14) that subLBFGS's local quadratic model makes fast
+early progress but is "less appropriate for final convergence", while bundle methods start
+slowly (their piecewise-linear model needs many cuts) and finish well, and suggests "a hybrid
+approach that first runs subLBFGS then switches to ls-BMRM" (Sec. 7.4 and 8). This is it, in
+one compiled loop with one history and one certified gap:
+
+- Phase 1, subLBFGS (`SubLBFGS`). Every step's direction finding aggregates subgradients into
+  ḡ = ∂(λΩ) part + Xᵀū with ū ∈ ∂R(Xw_t); that ū is also a cutting plane of the risk,
+  R(Xv) ≥ ⟨Xᵀū, v⟩ − R*(ū) (`Problem.dual_cut`), and its cut alone gives the dual value
+  D(ū) that the step reports. The last ``capacity`` of these cuts are kept, at no extra
+  product with X.
+- The switch, when the certified gap stops shrinking: it has not fallen below ``ratio``
+  times its value ``window`` steps earlier, or subLBFGS failed (no descent direction, a
+  failed line search).
+- Phase 2, BMRM with the exact line search (`BMRM(line_search="exact")`, paper 000 Sec. 7.4)
+  from the current iterate, its bundle warm-started with phase 1's cuts: its model is
+  faithful at once, and its dual starts at least at the best D(ū) (each single cut is a
+  feasible dual point). Problems whose loss gives no lines get plain qp-BMRM.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from nsjax.results import RESULTS
+from nsjax.solvers._options import solver_options
+from nsjax.solvers.base import Core, Solver
+from nsjax.solvers.bmrm import BMRM, BundleState, check_bundle_problem
+from nsjax.solvers.sublbfgs import SubLBFGS, SubQNState, certify_at_end
+
+
+class HybridState(NamedTuple):
+    core: Core  # the active phase's iterate; stats: both phases' counters and the switch
+    sub: SubQNState  # phase 1
+    bundle: BundleState  # phase 2; during phase 1 its A, b, valid, age collect the cuts
+    phase: jax.Array  # 0: subLBFGS, 1: BMRM
+    lower: jax.Array  # the best lower bound so far (for the switch rule)
+    recent: jax.Array  # J of the last window + 1 steps, oldest first
+    t: jax.Array  # steps taken
+    switched_at: jax.Array  # the step that began phase 2, −1 before
+
+
+@solver_options
+class Hybrid(Solver):
+    """subLBFGS, then the exact-line-search BMRM warm-started with its cuts (paper 000, Sec. 8).
+
+    The default solver of `nsjax.solve`: fast early progress from subLBFGS, a certified gap
+    closed by the bundle method. See the module docstring for the switch rule.
+
+    Args:
+        sublbfgs: the phase-1 solver; its ``certify`` option also decides whether the
+            hybrid ends with the loss's tight certificate where the gap is still open.
+        bmrm: the phase-2 solver; its ``capacity`` is also the number of phase-1 cuts kept.
+            With ``line_search="exact"`` on a loss without lines, plain qp-BMRM is used.
+        window: steps over which subLBFGS's pace (decrease of J per step) is measured.
+        horizon: switch when, at that pace, J would need more than this many steps to
+            fall by the current certified gap.
+
+    Example:
+        >>> import nsjax
+        >>> X, y = nsjax.datasets.breast_cancer()
+        >>> prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-3), X, y)
+        >>> sol = nsjax.solve(prob, nsjax.solvers.Hybrid(), max_steps=2000, tol=1e-8)
+        >>> sol.result, bool(sol.gap <= 1e-8 * max(1.0, float(sol.value)))
+        (<RESULTS.successful: 0>, True)
+        >>> int(sol.stats["switched_at"]) > 0        # the step that started phase 2
+        True
+    """
+
+    sublbfgs: SubLBFGS = SubLBFGS()
+    bmrm: BMRM = BMRM(line_search="exact")
+    window: int = 10
+    horizon: float = 1e4
+
+    def __post_init__(self):
+        if not isinstance(self.sublbfgs, SubLBFGS):
+            raise TypeError(f"sublbfgs must be a SubLBFGS (or SubBFGS); got {self.sublbfgs!r}.")
+        if not isinstance(self.bmrm, BMRM):
+            raise TypeError(f"bmrm must be a BMRM; got {self.bmrm!r}.")
+        if not (isinstance(self.window, int) and self.window >= 1):
+            raise ValueError(f"window must be an int >= 1; got {self.window!r}.")
+        if not self.horizon > 0:
+            raise ValueError(f"horizon must be > 0; got {self.horizon!r}.")
+
+    def bundle_solver(self, problem) -> BMRM:
+        """The phase-2 solver on ``problem``."""
+        if self.bmrm.line_search == "exact" and not problem.has_lines:
+            return dataclasses.replace(self.bmrm, line_search="none")
+        return self.bmrm
+
+    def check(self, problem):
+        check_bundle_problem(problem, "Hybrid (its phase 2 is BMRM; SubLBFGS() has no such "
+                                      "need)")
+        self.sublbfgs.check(problem)
+        self.bundle_solver(problem).check(problem)
+
+    def init(self, problem, w0) -> HybridState:
+        sub = self.sublbfgs.init(problem, w0)
+        c, dt = self.bmrm.capacity, problem.dtype
+        # w0's subgradient is the first cut, inserted by the first step.
+        a, b = problem.dual_cut(sub.u, sub.S, sub.g - sub.g_reg)
+        bcore = Core(w0, sub.core.value, jnp.asarray(-jnp.inf, dt),
+                     {k: jnp.zeros((), jnp.int32) for k in ("matvecs", "aggregations",
+                                                             "dropped_cuts")})
+        bundle = self.bundle_solver(problem).warm_start(
+            bcore, sub.S, a, b, jnp.zeros((c,) + w0.shape, dt), jnp.zeros(c, dt),
+            jnp.zeros(c, bool), jnp.zeros(c, jnp.int32))
+        phase = jnp.zeros((), jnp.int32)
+        recent = jnp.full(self.window + 1, jnp.nan, dt)
+        switched_at = jnp.asarray(-1, jnp.int32)
+        return HybridState(_core(sub.core, bundle.core, phase, switched_at), sub, bundle,
+                           phase, sub.core.lower, recent, jnp.zeros((), jnp.int32), switched_at)
+
+    def step(self, problem, state: HybridState) -> HybridState:
+        bmrm = self.bundle_solver(problem)
+        # Both phases start by putting the pending cut into the bundle (phase 1: the cut
+        # of the previous step's direction finding, without the Gram matrix).
+        bundle = bmrm.insert(state.bundle, gram=state.phase == 1)
+        # The cut buffer A stays out of the branches (read-only there): a conditional that
+        # returns it would make XLA copy it at every step.
+        A = bundle.A
+        state = state._replace(bundle=bundle._replace(A=None))
+        state = jax.lax.cond(state.phase == 0,
+                             lambda s: self._quasi_newton_step(problem, s, A),
+                             lambda s: self._bundle_step(problem, s, A, bmrm), state)
+        return state._replace(bundle=state.bundle._replace(A=A))
+
+    def _quasi_newton_step(self, problem, state: HybridState, A) -> HybridState:
+        sub, d = self.sublbfgs.advance(problem, state.sub)
+        # Direction finding's ū at w_t, as the next cut.
+        a, b = problem.dual_cut(d.ubar, state.sub.S, d.gbar - d.rbar)
+        bundle = state.bundle._replace(cut_a=a, cut_b=b)
+        lower = jnp.fmax(state.lower, sub.core.lower)
+        recent = jnp.concatenate([state.recent[1:], sub.core.value[None]])
+        # At the pace of the last `window` steps, J would need more than `horizon` steps to
+        # fall by the certified gap. (NaN while the window fills: False, no early switch.)
+        pace = (recent[0] - recent[-1]) / self.window
+        slow = pace * self.horizon < sub.core.value - lower
+        switch = slow | (sub.status != RESULTS.running)
+        bundle = jax.lax.cond(switch, lambda: self._enter_bundle(problem, sub, bundle, A),
+                              lambda: bundle)
+        phase = switch.astype(jnp.int32)
+        t = state.t + 1
+        switched_at = jnp.where(switch, t, state.switched_at)
+        core = _core(sub.core, bundle.core, phase, switched_at)
+        return HybridState(core, sub, bundle, phase, lower, recent, t, switched_at)
+
+    def _enter_bundle(self, problem, sub: SubQNState, bundle: BundleState, A) -> BundleState:
+        """Phase 2's start at subLBFGS's iterate (the bundle state without A)."""
+        core = Core(sub.core.w, sub.core.value, jnp.asarray(-jnp.inf, sub.core.value.dtype),
+                    bundle.core.stats)
+        return self.bundle_solver(problem).warm_start(
+            core, sub.S, bundle.cut_a, bundle.cut_b, A, bundle.b, bundle.valid,
+            bundle.age)._replace(A=None)
+
+    def _bundle_step(self, problem, state: HybridState, A, bmrm) -> HybridState:
+        bundle = bmrm.iterate(problem, state.bundle._replace(A=A))._replace(A=None)
+        core = _core(state.sub.core, bundle.core, state.phase, state.switched_at)
+        return state._replace(core=core, bundle=bundle, t=state.t + 1)
+
+    def postprocess(self, problem, state: HybridState, best, result, tol):
+        """The loss's tight end-of-run certificate (the hinge), if the gap is still open."""
+        if not (self.sublbfgs.certify and problem.has_dual_certificate):
+            return state, best, result
+        return certify_at_end(problem, state, best, result, tol)
+
+
+def _core(sub: Core, bundle: Core, phase, switched_at) -> Core:
+    """The hybrid's core: the active phase's iterate; the counters of both phases (products
+    with X summed) and ``switched_at`` (the step that began phase 2, −1 if none)."""
+    active = jax.tree_util.tree_map(lambda s, b: jnp.where(phase == 0, s, b),
+                                    (sub.w, sub.value, sub.lower),
+                                    (bundle.w, bundle.value, bundle.lower))
+    stats = dict(sub.stats)
+    stats["matvecs"] = sub.stats["matvecs"] + bundle.stats["matvecs"]
+    stats.update((k, v) for k, v in bundle.stats.items() if k != "matvecs")
+    stats["switched_at"] = switched_at
+    return Core(*active, stats)
