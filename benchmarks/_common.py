@@ -2,8 +2,9 @@
 
 Machine description, the nsjax timing helpers (compile time, the first run, and the time to
 a step: the same compiled program rerun with ``tol`` set so that it stops right after step
-k), LIBLINEAR's best-of-3 fit timing, table formatting, plot scaffolding and JSON
-conversion. The scripts import it as ``_common`` with their own folder on ``sys.path``.
+k), LIBLINEAR's best-of-3 fit timing, table formatting, plot scaffolding (and the certified
+gap vs time plot both scripts draw) and JSON conversion. The scripts import it as
+``_common`` with their own folder on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -211,6 +212,39 @@ def time_to_step(res: dict, k: int, caps: Any, stop_tol: float, with_gap: bool) 
     return out
 
 
+UNIFORM_TIMES = "k / num_steps * compiled wall time of the full run"
+TWO_PHASE_TIMES = ("two proportional pieces: steps 1..k_s at k / k_s * the measured time to "
+                   "step k_s, the rest proportional from there to the full run's wall time "
+                   "(k_s: the hybrid's switch step, or the step after it; see phase_times)")
+
+
+def phase_times(res: dict, caps: Any, stop_tol: float) -> None:
+    """The hybrid's curve times: its phases cost very different amounts per step (a BMRM
+    step with its QP and exact line search is ~10x a subLBFGS step), so one uniform cost
+    per step would misplace its curve by up to an order of magnitude. For a run whose stats
+    have "switched_at" (1 <= s < num_steps), the time to step k_s is measured (time_to_step)
+    and the curve is proportional on each side of it; k_s = s + 1 where step s + 1 lowers
+    the certified gap (so that the rerun stops there by tol, without a new compile), else s.
+    Unmeasured (budget, or no direct timing): the uniform times stay. Sets res["times"],
+    res["times_are"], res["times_uniform"] and res["switch_timing"]."""
+    s, n = res["stats"].get("switched_at", -1), res["num_steps"]
+    res["times_are"] = UNIFORM_TIMES
+    if not 1 <= s < n:
+        return
+    gaps = res["gaps"]
+    k = s + 1 if gaps[s] < gaps[s - 1] else s
+    entry = time_to_step(res, k, caps, stop_tol, True)
+    res["switch_timing"] = entry
+    if not entry.get("measured") or k >= n:
+        return
+    t_k = min(entry["time_s"], res["wall_s"])
+    steps = np.arange(1, n + 1, dtype=float)
+    times = np.where(steps <= k, t_k * steps / k,
+                     t_k + (res["wall_s"] - t_k) * (steps - k) / (n - k))
+    res["times_uniform"], res["times"] = res["times"], times.tolist()
+    res["times_are"] = TWO_PHASE_TIMES
+
+
 def first_hit(values: Any, j_star: float, target: float) -> int | None:
     """The first step k (1-based) whose relative suboptimality is <= target, or None."""
     hits = np.flatnonzero(rel_subopt(np.asarray(values), j_star) <= target)
@@ -240,6 +274,17 @@ def ratio_line(ds: str, res: dict, short_names: dict[str, str], lib: str) -> str
             who = " and ".join(n for n, e in ((short, a), ("LIBLINEAR", b)) if e is None)
             parts.append(f"{short} n/a ({who}: not reached)")
     return f"  {ds:36s} lam={res['lam']:.0e}: " + ", ".join(parts)
+
+
+def switch_note(short: str, m: dict) -> str | None:
+    """"<short> switched to BMRM at step k of N" for a method entry with "switched_at" (the
+    hybrid's ``sol.stats["switched_at"]``: the step that began phase 2, -1 if never)."""
+    k = m.get("switched_at")
+    if k is None:
+        return None
+    if k < 0:
+        return f"{short} never switched: subLBFGS for all {m['iterations']} steps"
+    return f"{short} switched to BMRM at step {k} of {m['iterations']}"
 
 
 def fmt_time(entry: dict | None) -> str:
@@ -279,6 +324,40 @@ def plot_target_marks(ax: Any, m: dict, color: str) -> None:
     for key, entry in m["time_to"].items():
         if entry and entry.get("measured"):
             ax.plot(entry["time_s"], float(key), "x", color=color, ms=8)
+
+
+def plot_gap_time(results: dict, names: Any, colors: dict[str, str], ncols: int, path: Path,
+                  title: str) -> None:
+    """Certified gap / J (``history.gap`` over ``history.best``) against wall time, log-log,
+    for the nsjax methods in ``names``: a row per dataset, a column per lam. Step k is at
+    the curve's "times", the axis of the objective-vs-time plot (k / num_steps x the compiled
+    wall time of the full run; for the hybrid, that in two pieces: see phase_times). o:
+    where a method's entry has "switched_at" (the hybrid), the step that began phase 2; x:
+    the measured time to the script's certified-gap target ("certified_to", where it has
+    one), at the relative gap of that step."""
+    plt, fig, axes = subplots(results, ncols)
+    for r, (ds, per_lam) in enumerate(results.items()):
+        for c, res in enumerate(per_lam):
+            ax = axes[r][c]
+            for name in names:
+                m = res["methods"].get(name)
+                if not m or m.get("curve") is None:
+                    continue
+                color = colors[name]
+                t = np.asarray(m["curve"]["times"], float)
+                g = np.asarray(m["curve"]["gaps"], float) / np.asarray(m["curve"]["values"],
+                                                                        float)
+                ok = np.isfinite(g) & (g > 0) & (t > 0)
+                ax.plot(t[ok], g[ok], color=color, label=name)
+                k = m.get("switched_at")
+                if k is not None and 1 <= k <= g.size and ok[k - 1]:
+                    ax.plot(t[k - 1], g[k - 1], "o", color=color, ms=5, mfc="none")
+                cert = m.get("certified_to")
+                if cert and cert.get("measured") and cert.get("rel_gap"):
+                    ax.plot(cert["time_s"], cert["rel_gap"], "x", color=color, ms=8)
+            style_axes(ax, ds, res["lam"], c == 0, "time (s)", "certified gap / J")
+            ax.legend(fontsize=7)
+    save_figure(plt, fig, title, path)
 
 
 def save_figure(plt: Any, fig: Any, title: str, path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Binary hinge-loss SVM benchmark: nsjax subLBFGS and the BMRM family vs LIBLINEAR and optax.
+"""Binary hinge-loss SVM benchmark: nsjax's hybrid, subLBFGS and BMRMs vs LIBLINEAR and optax.
 
 Objective (no bias), identical for every method:
 
@@ -26,15 +26,17 @@ method's certified gap) with the relative gap of J* to it.
 Methods and how each is timed (``time.perf_counter``; JAX results are synced with
 ``block_until_ready`` or by reading a scalar back to the host):
 
-* nsjax, four solvers, all started at w = 0:
+* nsjax, five solvers, all started at w = 0:
   ``SubLBFGS(memory=15, certify=False)`` (exact line search, the "auto" default for the
-  hinge; max_steps ``sub_steps``), qp-BMRM ``BMRM()`` (paper 001, Alg. 1; ``bmrm_steps``),
+  hinge; max_steps ``sub_steps``), the default solver ``Hybrid(sublbfgs=SubLBFGS(memory=15,
+  certify=False))`` (subLBFGS, then the OCAS-like BMRM warm-started with its cuts, paper 000
+  Sec. 8; ``sub_steps``), qp-BMRM ``BMRM()`` (paper 001, Alg. 1; ``bmrm_steps``),
   ``BMRM(line_search="exact")`` (OCAS-like ls-BMRM of paper 000, Sec. 7.4; ``bmrm_steps``)
   and ``LineSearchBMRM()`` (ls-BMRM, paper 001 eq. 15; ``ls_steps``). Each stops when its
-  certified gap is <= ``STOP_TOL`` * max(1, |J|) (the BMRM family gets there; subLBFGS's
-  in-loop gap seldom does, so it usually runs to max_steps). The plotted value at step k
-  is ``sol.history.best[k]``: J of what ``solve(max_steps=k)`` returns, the best iterate
-  so far (w = 0 included), for every solver. ``history.value`` (J of step k's own
+  certified gap is <= ``STOP_TOL`` * max(1, |J|) (the BMRM family and the hybrid get
+  there; subLBFGS's in-loop gap seldom does, so it usually runs to max_steps). The plotted
+  value at step k is ``sol.history.best[k]``: J of what ``solve(max_steps=k)`` returns, the
+  best iterate so far (w = 0 included), for every solver. ``history.value`` (J of step k's own
   iterate; not monotone for the BMRM family) is kept in the JSON as "iterate_values".
 
   Compile time is measured apart: a first call is timed, then the identical call again
@@ -43,7 +45,11 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
   real runs use and costs no solver time. Because lam is traced, only the first lam of a
   dataset compiles; later ones show ~0. The first (full) run is then timed compiled. History
   has no timestamps, so a plotted curve puts step k at (k / num_steps) x the compiled wall
-  time of the full run (uniform cost per step). Times to target in the tables are
+  time of the full run (uniform cost per step). The hybrid's two phases cost very different
+  amounts per step (a BMRM step, with its QP and exact line search, ~10x a subLBFGS step),
+  so its curve is proportional on each side of its switch instead, at the measured time to
+  the switch step (one timing run as below; ``_common.phase_times``; the uniform times stay
+  in the JSON as "times_uniform"). Times to target in the tables are
   *measured*: for the step k at which the full run first meets the target, the *same
   compiled program* is run again with ``tol`` set to the certified gap of step k (divided by
   max(1, |J|), rounded up), so that the loop stops right after step k: same iterates, no
@@ -61,11 +67,21 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
   (``Problem.dual_certificate``, jitted with the problem as an argument) is applied to the
   final w of the first run instead, which is what the normal run computes after its loop.
 
+  The hybrid is timed the same way, with ``certify=False`` on its subLBFGS (that option is
+  also the hybrid's: where its gap is still open at the end, it would apply the same
+  one-off hinge certificate, charged to every timed k-step run). Its final certified gap
+  is its in-loop gap, with no extra run (its bundle phase closes the gap). The step that
+  began its bundle phase (``sol.stats["switched_at"]``, -1 if it never switched) is kept
+  in the JSON as "switched_at" and printed under its row of the first table.
+
   Certified gap: for every nsjax method the tables also give the iterations and the
   (measured) time until the certified gap in ``history.gap`` is <= ``CERT_TARGET`` = 1e-3
   (absolute; J <= 1 here, so it is also <= 1e-3 * max(1, |J|)), with the relative gap/J at
   that step, or "not reached"; ``binary_hinge_gap.png`` plots the certified gap against the
-  iteration (log-log; paper 001, Fig. 2 style).
+  iteration (log-log; paper 001, Fig. 2 style) and ``binary_hinge_gap_time.png`` the
+  relative certified gap (gap / J) against wall time, on the time axis of the
+  objective-vs-time plot (step k at k / num_steps of the full run's compiled wall time;
+  the hybrid's: in two pieces, as above).
 
   Budgets: every first run is made (its max_steps caps it). A further run of a method
   (a time-to-target run, or subLBFGS's normal run) whose predicted time (k / num_steps x
@@ -95,8 +111,9 @@ compile time, final relative suboptimality, iterations), a second table (iterati
 to certified gap 1e-3, the relative gap there, the final certified gap), the nsjax /
 LIBLINEAR ratios of time to 1e-3, ``<out>/binary_hinge.json`` (all numbers, curves,
 machine), ``binary_hinge.png`` (relative suboptimality vs time, log-log; rows: datasets,
-columns: lam) and ``binary_hinge_gap.png`` (certified gap vs iteration). ``--quick`` writes
-``*_quick.json`` / ``*_quick.png`` instead.
+columns: lam), ``binary_hinge_gap.png`` (certified gap vs iteration) and
+``binary_hinge_gap_time.png`` (certified gap / J vs time, every nsjax method). ``--quick``
+writes ``*_quick.json`` / ``*_quick.png`` instead.
 
     python benchmarks/binary_hinge.py [--quick] [--out benchmarks/results]
 """
@@ -131,6 +148,8 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     fmt_time,
     jsonable,
     machine,
+    phase_times,
+    plot_gap_time,
     plot_target_marks,
     ratio_line,
     rel_subopt,
@@ -138,6 +157,7 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     save_figure,
     style_axes,
     subplots,
+    switch_note,
     time_to_step,
     timed_fit,
     timed_solve,
@@ -152,12 +172,14 @@ CERT_TARGET = 1e-3  # the certified-gap target of the second table (absolute)
 OPTAX_WARMUP_STEPS = 3
 QP_MAX_NNZ = 200_000
 SUB = "nsjax SubLBFGS"
+HYB = "nsjax Hybrid (default)"
 QP_BMRM = "qp-BMRM"
 OCAS = "ls-BMRM exact (OCAS-like)"
 LS_BMRM = "ls-BMRM eq.15"
-SHORT = {SUB: "SubLBFGS", QP_BMRM: "qp-BMRM", OCAS: "OCAS-like", LS_BMRM: "ls-BMRM eq.15"}
+SHORT = {SUB: "SubLBFGS", HYB: "Hybrid", QP_BMRM: "qp-BMRM", OCAS: "OCAS-like",
+         LS_BMRM: "ls-BMRM eq.15"}
 COLORS = {SUB: "C0", "LIBLINEAR": "C1", "optax L-BFGS": "C2", QP_BMRM: "C3", OCAS: "C4",
-          LS_BMRM: "C5"}
+          LS_BMRM: "C5", HYB: "C6"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,7 +187,7 @@ class Caps:
     """Iteration and time caps (full run vs --quick)."""
 
     sparse_shape: tuple[int, int]
-    sub_steps: int  # max_steps of SubLBFGS
+    sub_steps: int  # max_steps of SubLBFGS and of the Hybrid
     ls_steps: int  # ... of LineSearchBMRM (eq. 15)
     bmrm_steps: int  # ... of BMRM() and BMRM(line_search="exact")
     nsjax_direct: bool  # measure the nsjax times to target (else: proportional estimates)
@@ -328,6 +350,7 @@ def nsjax_methods(caps: Caps) -> list[Method]:
     s = nsjax.solvers
     return [
         Method(SUB, s.SubLBFGS(memory=15, certify=False), caps.sub_steps),
+        Method(HYB, s.Hybrid(sublbfgs=s.SubLBFGS(memory=15, certify=False)), caps.sub_steps),
         Method(QP_BMRM, s.BMRM(), caps.bmrm_steps),
         Method(OCAS, s.BMRM(line_search="exact"), caps.bmrm_steps),
         Method(LS_BMRM, s.LineSearchBMRM(), caps.ls_steps),
@@ -492,6 +515,9 @@ def bench_one(X: Any, y: np.ndarray, lam: float, caps: Caps,
         if res["wall_s"] > caps.first_run_budget_s:
             over_budget[m.name] = (f"skipped (budget): first run at lam={lam:.0e} took "
                                    f"{res['wall_s']:.3g} s > {caps.first_run_budget_s:g} s")
+    for res in runs.values():
+        if res is not None:
+            phase_times(res, caps, STOP_TOL)  # the hybrid's two-piece time axis
     if runs[SUB] is not None:
         runs[SUB]["certified_final"] = sublbfgs_certified_gap(runs[SUB], caps)
     ox = run_optax(prob, caps)
@@ -535,12 +561,17 @@ def bench_one(X: Any, y: np.ndarray, lam: float, caps: Caps,
             "final_certified_gap": res["final_gap"], "final_certified_gap_how": "run's gap",
             "curve": {"times": res["times"], "values": res["values"],
                       "iterate_values": res["iterate_values"], "gaps": res["gaps"],
-                      "times_are": "k / num_steps * compiled wall time of the full run",
+                      "times_are": res["times_are"],
                       "values_are": "J of what solve(max_steps=k) returns"},
         }
+        if "times_uniform" in res:
+            entry["curve"]["times_uniform"] = res["times_uniform"]
         gaps = np.asarray(res["gaps"]) / np.asarray(res["values"])
         rel_hits = np.flatnonzero(gaps <= CERT_TARGET)
         entry["steps_to_rel_gap"] = int(rel_hits[0]) + 1 if rel_hits.size else None
+        if "switched_at" in res["stats"]:  # the hybrid: the step that began its BMRM phase
+            entry["switched_at"] = res["stats"]["switched_at"]
+            entry["switch_timing"] = res.get("switch_timing")
         if name == SUB:
             cert = res["certified_final"]
             entry["certified_final"] = cert
@@ -599,6 +630,9 @@ def print_table(results: dict) -> list[str]:
                     row + f"{fmt_time(m['time_to']['0.01']):>13s} "
                     f"{fmt_time(m['time_to']['0.001']):>13s} {m['compile_s']:7.2f}s "
                     f"{m['final_rel_subopt']:10.2e} {m['iterations']:7d}")
+                note = switch_note(SHORT.get(name, name), m)
+                if note:
+                    lines.append(f"{'':36s} {'':6s} ({note})")
             lines.append(
                 f"{'':36s} {'':6s} J* = {res['j_star']:.12g} set by {res['j_star_set_by']}; "
                 f"certified rel. gap {res['certified_rel_gap_of_j_star']:.1e} "
@@ -665,8 +699,9 @@ def plot(results: dict, path: Path) -> None:
             style_axes(ax, ds, res["lam"], c == 0, "time (s)", "(J - J*) / J*")
     axes[0][0].legend(fontsize=8)
     save_figure(plt, fig, "Hinge-loss SVM: relative suboptimality vs wall time (nsjax lines: "
-                "compiled run, step k at k/N of its wall time; x: measured nsjax time to "
-                "target)", path)
+                "compiled run, step k at k/N of its wall time,\nthe Hybrid's k/N within each "
+                "phase, split at its measured switch time; x: measured nsjax time to target)",
+                path)
 
 
 def plot_gaps(results: dict, path: Path) -> None:
@@ -700,11 +735,15 @@ def main(argv: list[str] | None = None) -> None:
                         help="plot path (default: benchmarks/binary_hinge[_quick].png)")
     parser.add_argument("--gap-png", type=Path, default=None,
                         help="gap plot path (default: benchmarks/binary_hinge_gap[_quick].png)")
+    parser.add_argument("--gap-time-png", type=Path, default=None,
+                        help="gap vs time plot path "
+                             "(default: benchmarks/binary_hinge_gap_time[_quick].png)")
     args = parser.parse_args(argv)
     caps = QUICK if args.quick else FULL
     suffix = "_quick" if args.quick else ""
     png = args.png or HERE / f"binary_hinge{suffix}.png"
     gap_png = args.gap_png or HERE / f"binary_hinge_gap{suffix}.png"
+    gap_time_png = args.gap_time_png or HERE / f"binary_hinge_gap_time{suffix}.png"
     args.out.mkdir(parents=True, exist_ok=True)
 
     start = time.perf_counter()
@@ -733,13 +772,16 @@ def main(argv: list[str] | None = None) -> None:
         "SubLBFGS is timed with certify=False: the default end-of-run hinge certificate "
         "is a one-off cost of a few hundred products with X that would otherwise be "
         "charged to every max_steps=k timing run (the iterates are the same); its final "
-        "certified gap comes from one extra normal run (certify=True).",
+        "certified gap comes from one extra normal run (certify=True). The Hybrid is timed "
+        "the same way (certify=False on its subLBFGS); its final certified gap is its "
+        "in-loop gap (its BMRM phase closes the gap; no extra certify run).",
         "LIBLINEAR: measured fresh fit with the smallest max_iter found to reach it.",
         "optax: measured per-iteration times of a loop of compiled steps.",
         "compile: first call minus an identical second call (optax: first 3 steps; lam is "
         "traced, so only the first lam of a dataset compiles).",
         f"nsjax runs stop when the certified gap <= {STOP_TOL:g} * max(1, |J|) or at "
-        f"max_steps (SubLBFGS {caps.sub_steps}, ls-BMRM eq.15 {caps.ls_steps}, qp-BMRM "
+        f"max_steps (SubLBFGS and Hybrid {caps.sub_steps}, ls-BMRM eq.15 {caps.ls_steps}, "
+        "qp-BMRM "
         f"and OCAS-like {caps.bmrm_steps}).",
     ]
     print("\n".join(notes))
@@ -756,7 +798,13 @@ def main(argv: list[str] | None = None) -> None:
     json_path.write_text(json.dumps(jsonable(payload, ("prob", "solver", "method", "w")), indent=1))
     plot(results, png)
     plot_gaps(results, gap_png)
-    print(f"\nwrote {json_path}, {png} and {gap_png} "
+    plot_gap_time(results, SHORT, COLORS, len(LAMS), gap_time_png,
+                  "Hinge-loss SVM: certified gap / J vs wall time (step k at k/N of the "
+                  "compiled run's wall time, the Hybrid's k/N within each phase)\no: "
+                  "Hybrid's switch to BMRM; x: measured time to "
+                  f"certified gap <= {CERT_TARGET:g}, absolute; subLBFGS and Hybrid: "
+                  "certify=False)")
+    print(f"\nwrote {json_path}, {png}, {gap_png} and {gap_time_png} "
           f"({time.perf_counter() - start:.0f} s in all)")
 
 

@@ -1,4 +1,4 @@
-"""Multiclass and multilabel hinge-loss benchmark: nsjax subLBFGS and BMRM vs LIBLINEAR.
+"""Multiclass and multilabel hinge-loss benchmark: nsjax hybrid, subLBFGS, BMRM vs LIBLINEAR.
 
 Objectives (no bias), weights W of shape (d, K), scores S = X W, in float64 on the CPU:
 
@@ -26,13 +26,21 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
 
 * nsjax ``SubLBFGS(memory=15, certify=False)`` (exact line search: these losses give their
   lines; ``certify`` only acts on the binary hinge, it is off for uniformity with
-  ``binary_hinge.py``), qp-BMRM ``BMRM()`` and the OCAS-like ``BMRM(line_search="exact")``,
-  all from W = 0, each stopped when its certified gap is <= ``STOP_TOL`` = 1e-9 * max(1, |J|)
-  or at max_steps (``Caps``: per method, and lower for subLBFGS and the OCAS-like BMRM on
-  the Letter-like set, where their exact line search over n K = 416,000 lines costs about
-  10 qp-BMRM steps). Compile time apart: first call minus an identical second call, with
-  ``tol=1e30`` (stops at step 0; tol and lam are traced, so it is the very program of the
-  real runs, and only the first lam of a problem compiles). Then the first (full) run,
+  ``binary_hinge.py``), the default solver ``Hybrid(sublbfgs=SubLBFGS(memory=15,
+  certify=False))`` (subLBFGS, then the OCAS-like BMRM warm-started with its cuts, paper 000
+  Sec. 8), qp-BMRM ``BMRM()`` and the OCAS-like ``BMRM(line_search="exact")``, all from
+  W = 0, each stopped when its certified gap is <= ``STOP_TOL`` = 1e-9 * max(1, |J|) or at
+  max_steps (``Caps``: per method, the hybrid with subLBFGS's; lower for subLBFGS, the
+  hybrid and the OCAS-like BMRM on the Letter-like set, where their exact line search over
+  n K = 416,000 lines costs about 10 qp-BMRM steps). The hybrid is timed like subLBFGS,
+  with ``certify=False`` (as in ``binary_hinge.py``, where its end-of-run hinge
+  certificate would be a one-off cost charged to every timed k-step run; it does not act on
+  these losses); its final certified gap is its in-loop gap (no extra run).
+  The step that began that phase (``sol.stats["switched_at"]``, -1 if never) is kept in
+  the JSON as "switched_at" and printed under its row. Compile time apart: first call
+  minus an identical second call, with ``tol=1e30`` (stops at step 0; tol and lam are
+  traced, so it is the very program of the real runs, and only the first lam of a problem
+  compiles). Then the first (full) run,
   compiled. Time to a target: for the first step k at which J of what ``solve`` returns
   (``sol.history.best``: the best iterate so far, for every solver) meets it, the same
   compiled program is run again with ``tol`` = the certified gap of step k / max(1, |J|),
@@ -40,7 +48,10 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
   ``solve(max_steps=k)`` is compiled and timed instead). Runs under 2 s: best of 3 (not
   with ``--quick``). A rerun predicted (k / num_steps x the first run's time) to exceed
   ``rerun_budget_s`` is not made: the proportional estimate is shown as ``~t (b)``.
-  Curves put step k at k / num_steps of the first run's wall time.
+  Curves put step k at k / num_steps of the first run's wall time; the hybrid's are
+  proportional on each side of its switch instead, at the measured time to the switch step
+  (its BMRM steps cost several times its subLBFGS steps; ``_common.phase_times``; the
+  uniform times stay in the JSON as "times_uniform").
 * LIBLINEAR Crammer-Singer (multiclass only): ``sklearn.svm.LinearSVC(
   multi_class="crammer_singer", fit_intercept=False, C=1/(lam n), tol=..., random_state=0)``.
   Its primal is 1/2 ||W||^2 + C sum_i max_z [1(z != y_i) + s_iz - s_iy_i] with W = coef_.T,
@@ -66,9 +77,13 @@ absolute and relative to J*.
 
 Output: a table (problem, lam, method, time to 1e-2 and 1e-3 relative suboptimality,
 compile time, final relative suboptimality, iterations, final certified gap),
-``<out>/multiclass_hinge.json`` (all numbers, curves, machine) and
-``multiclass_hinge.png`` (relative suboptimality vs time, log-log; rows: problems,
-columns: lam). ``--quick`` writes ``*_quick.json`` / ``*_quick.png`` instead.
+the nsjax / LIBLINEAR ratios of time to 1e-3, ``<out>/multiclass_hinge.json`` (all
+numbers, curves, machine), ``multiclass_hinge.png`` (relative suboptimality vs time,
+log-log; rows: problems, columns: lam) and ``multiclass_hinge_gap_time.png`` (certified gap
+/ J, ``history.gap`` over ``history.best``, vs time, on the same time axis: step k at
+k / num_steps of the full run's compiled wall time, the hybrid's in two pieces; every nsjax
+method). ``--quick`` writes
+``*_quick.json`` / ``*_quick.png`` instead.
 
     python benchmarks/multiclass_hinge.py [--quick] [--out benchmarks/results]
 """
@@ -101,6 +116,8 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     fmt_time,
     jsonable,
     machine,
+    phase_times,
+    plot_gap_time,
     plot_target_marks,
     ratio_line,
     rel_subopt,
@@ -108,6 +125,7 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     save_figure,
     style_axes,
     subplots,
+    switch_note,
     time_to_step,
     timed_fit,
 )
@@ -120,11 +138,12 @@ LIBLINEAR_MAX_ITER = 100_000  # what LIBLINEAR's Crammer-Singer solver uses what
 STOP_TOL = 1e-9  # nsjax runs stop once the certified gap <= STOP_TOL * max(1, |J|)
 IDENTITY_TOL = 1e-9  # LIBLINEAR's primal * lam vs nsjax's J, relative
 SUB = "nsjax SubLBFGS"
+HYB = "nsjax Hybrid (default)"
 QP_BMRM = "qp-BMRM"
 OCAS = "ls-BMRM exact (OCAS-like)"
 LIB = "LIBLINEAR Crammer-Singer"
-COLORS = {SUB: "C0", LIB: "C1", QP_BMRM: "C3", OCAS: "C4"}
-SHORT = {SUB: "SubLBFGS", QP_BMRM: "qp-BMRM", OCAS: "OCAS-like"}
+COLORS = {SUB: "C0", LIB: "C1", QP_BMRM: "C3", OCAS: "C4", HYB: "C6"}
+SHORT = {SUB: "SubLBFGS", HYB: "Hybrid", QP_BMRM: "qp-BMRM", OCAS: "OCAS-like"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,10 +151,10 @@ class Caps:
     """Iteration and time caps (full run vs --quick)."""
 
     letter_n: int  # rows of the Letter-like set
-    sub_steps: int  # max_steps of SubLBFGS
+    sub_steps: int  # max_steps of SubLBFGS and of the Hybrid
     qp_steps: int  # ... of qp-BMRM, BMRM() (also the tight run for J*)
     ocas_steps: int  # ... of BMRM(line_search="exact")
-    letter_sub_steps: int  # SubLBFGS on the Letter-like set (its exact line search
+    letter_sub_steps: int  # SubLBFGS and Hybrid on the Letter-like set (exact line search
     letter_ocas_steps: int  # ... is ~10x a qp-BMRM step there: n K = 416,000 lines)
     nsjax_direct: bool  # measure the nsjax times to target (else: proportional estimates)
     repeat_below: float  # s: nsjax timing runs shorter than this are timed best of 3
@@ -163,8 +182,10 @@ class Problem:
 
 
 def problems(caps: Caps) -> list[Problem]:
-    steps = {SUB: caps.sub_steps, QP_BMRM: caps.qp_steps, OCAS: caps.ocas_steps}
-    letter = dict(steps, **{SUB: caps.letter_sub_steps, OCAS: caps.letter_ocas_steps})
+    steps = {SUB: caps.sub_steps, HYB: caps.sub_steps, QP_BMRM: caps.qp_steps,
+             OCAS: caps.ocas_steps}
+    letter = dict(steps, **{SUB: caps.letter_sub_steps, HYB: caps.letter_sub_steps,
+                            OCAS: caps.letter_ocas_steps})
     mc = nsjax.losses.MulticlassHinge()
     X, y = nsjax.datasets.digits()
     out = [Problem("digits (1797x64, 10 classes)", X, y, mc, True, steps)]
@@ -273,6 +294,7 @@ def identity_check(prob: nsjax.Problem, X: np.ndarray, yi: np.ndarray, lam: floa
 
 
 SOLVERS = {SUB: nsjax.solvers.SubLBFGS(memory=15, certify=False),
+           HYB: nsjax.solvers.Hybrid(sublbfgs=nsjax.solvers.SubLBFGS(memory=15, certify=False)),
            QP_BMRM: nsjax.solvers.BMRM(), OCAS: nsjax.solvers.BMRM(line_search="exact")}
 
 
@@ -297,6 +319,8 @@ def bench_one(p: Problem, lam: float, caps: Caps) -> dict:
     setup = time.perf_counter() - t0
 
     runs = {m.name: run_method(prob, m, STOP_TOL) for m in nsjax_methods(p)}
+    for res in runs.values():
+        phase_times(res, caps, STOP_TOL)  # the hybrid's two-piece time axis
 
     lib = identity = None
     yi = np.asarray(prob.y)  # class indices 0..K-1 (nsjax sorts the labels, as sklearn does)
@@ -326,9 +350,14 @@ def bench_one(p: Problem, lam: float, caps: Caps) -> dict:
             "result": res["result"], "wall_s": res["wall_s"], "stats": res["stats"],
             "final_value": res["final_value"], "final_certified_gap": res["final_gap"],
             "curve": {"times": res["times"], "values": res["values"], "gaps": res["gaps"],
-                      "times_are": "k / num_steps * compiled wall time of the full run",
+                      "times_are": res["times_are"],
                       "values_are": "J of what solve(max_steps=k) returns"},
         }
+        if "times_uniform" in res:
+            methods[name]["curve"]["times_uniform"] = res["times_uniform"]
+        if "switched_at" in res["stats"]:  # the hybrid: the step that began its BMRM phase
+            methods[name]["switched_at"] = res["stats"]["switched_at"]
+            methods[name]["switch_timing"] = res.get("switch_timing")
     if lib:
         lib_runs = sorted(lib["runs"], key=lambda r: -r["tol"])
         methods[LIB] = {
@@ -372,6 +401,9 @@ def print_table(results: dict) -> list[str]:
                     f"{fmt_time(m['time_to']['0.001']):>13s} {m['compile_s']:7.2f}s "
                     f"{m['final_rel_subopt']:10.2e} {m['iterations']:7d} "
                     f"{('-' if gap is None else format(gap, '.1e')):>9s}")
+                note = switch_note(SHORT.get(name, name), m)
+                if note:
+                    lines.append(f"{'':36s} {'':6s} ({note})")
             ident = res["objective_identity_check"]
             ident = (f"; LIBLINEAR objective identity: max rel. diff {ident['max_rel_diff']:.1e}"
                      if ident else "")
@@ -406,7 +438,8 @@ def plot(results: dict, path: Path) -> None:
             style_axes(ax, ds, res["lam"], c == 0, "time (s)", "(J - J*) / J*")
             ax.legend(fontsize=7)
     save_figure(plt, fig, "Multiclass / multilabel hinge: relative suboptimality vs wall "
-                "time\n(nsjax lines: compiled run, step k at k/N of its wall time; x: "
+                "time\n(nsjax lines: compiled run, step k at k/N of its wall time;\nthe "
+                "Hybrid's k/N within each phase, split at its measured switch time;\nx: "
                 "measured time to target)", path)
 
 
@@ -418,10 +451,14 @@ def main(argv: list[str] | None = None) -> None:
                         help="folder for multiclass_hinge.json (default: benchmarks/results)")
     parser.add_argument("--png", type=Path, default=None,
                         help="plot path (default: benchmarks/multiclass_hinge[_quick].png)")
+    parser.add_argument("--gap-time-png", type=Path, default=None,
+                        help="gap vs time plot path "
+                             "(default: benchmarks/multiclass_hinge_gap_time[_quick].png)")
     args = parser.parse_args(argv)
     caps = QUICK if args.quick else FULL
     suffix = "_quick" if args.quick else ""
     png = args.png or HERE / f"multiclass_hinge{suffix}.png"
+    gap_time_png = args.gap_time_png or HERE / f"multiclass_hinge_gap_time{suffix}.png"
     args.out.mkdir(parents=True, exist_ok=True)
 
     start = time.perf_counter()
@@ -446,10 +483,12 @@ def main(argv: list[str] | None = None) -> None:
         "compile: first call minus an identical second call (lam is traced, so only the "
         "first lam of a problem compiles).",
         f"cert. gap: the run's final certified gap (stop at <= {STOP_TOL:g} * max(1, |J|) "
-        f"or at max_steps: SubLBFGS {caps.sub_steps} ({caps.letter_sub_steps} on Letter), "
+        f"or at max_steps: SubLBFGS and Hybrid {caps.sub_steps} ({caps.letter_sub_steps} on "
+        "Letter), "
         f"qp-BMRM {caps.qp_steps}, OCAS-like {caps.ocas_steps} ({caps.letter_ocas_steps} on "
         "Letter)); SubLBFGS's comes from direction finding's dual points, which are weak "
-        "away from the binary hinge.",
+        "away from the binary hinge; the Hybrid's (certify=False, timed like SubLBFGS) is "
+        "the gap its BMRM phase reaches.",
         "J*: the qp-BMRM run (tol 1e-9) is the tight BMRM run; LIBLINEAR's tight run has "
         f"tol {LIBLINEAR_TOL:g}.",
     ]
@@ -466,7 +505,12 @@ def main(argv: list[str] | None = None) -> None:
     json_path = args.out / f"multiclass_hinge{suffix}.json"
     json_path.write_text(json.dumps(jsonable(payload, ("prob", "method", "W")), indent=1))
     plot(results, png)
-    print(f"\nwrote {json_path} and {png} ({time.perf_counter() - start:.0f} s in all)")
+    plot_gap_time(results, SHORT, COLORS, len(LAMS), gap_time_png,
+                  "Multiclass / multilabel hinge: certified gap / J vs wall time\n(step k at "
+                  "k/N of the compiled run's wall time,\nthe Hybrid's k/N within each phase; "
+                  "o: Hybrid's switch to BMRM;\nsubLBFGS and Hybrid: certify=False)")
+    print(f"\nwrote {json_path}, {png} and {gap_time_png} "
+          f"({time.perf_counter() - start:.0f} s in all)")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     import nsjax
     prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-4), X, y)
-    sol = nsjax.solve(prob, nsjax.solvers.SubLBFGS(memory=15), tol=1e-6)
+    sol = nsjax.solve(prob, tol=1e-6)   # the default solver, nsjax.solvers.Hybrid()
     sols = nsjax.sweep(prob, [1e-2, 1e-3, 1e-4])
 """
 

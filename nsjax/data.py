@@ -101,10 +101,45 @@ class Chunks:
 
 
 def _default_dtype(dtype):
-    """X's own float dtype (float64 for integers), as JAX can hold it: float64 becomes
+    """The float dtype X is computed in when no dtype is given: float32 and float64 stay,
+    float16 and bfloat16 are widened to float32 (nothing computes in half precision),
+    integers, bools and wider floats become float64. As JAX can hold it: float64 becomes
     float32, without a warning, unless ``jax_enable_x64`` is on."""
-    dtype = dtype if jnp.issubdtype(dtype, jnp.floating) else jnp.float64
-    return jax.dtypes.canonicalize_dtype(dtype)
+    if jnp.issubdtype(dtype, jnp.floating) and jnp.finfo(dtype).bits in (32, 64):
+        return jax.dtypes.canonicalize_dtype(dtype)
+    if jnp.issubdtype(dtype, jnp.floating) and jnp.finfo(dtype).bits < 32:
+        return jax.dtypes.canonicalize_dtype(jnp.float32)
+    return jax.dtypes.canonicalize_dtype(jnp.float64)
+
+
+def float_dtype(dtype):
+    """A ``dtype=`` argument checked: float32 or float64 (as JAX can hold it), else an error
+    naming ``dtype``."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be float32 or float64; got {dtype!r}.") from None
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"dtype must be float32 or float64 (the dtypes nsjax computes in); "
+                         f"got {dt.name}. Leave dtype=None to use X's own (float16 data is "
+                         "computed in float32).")
+    return jax.dtypes.canonicalize_dtype(dt)
+
+
+def _same_csr(A: sp.csr_matrix, B: sp.csr_matrix) -> bool:
+    """Whether A and B hold the same entries (NaN equal to NaN)."""
+    for M in (A, B):
+        M.sum_duplicates()
+        M.sort_indices()
+    return (A.shape == B.shape and np.array_equal(A.indptr, B.indptr)
+            and np.array_equal(A.indices, B.indices)
+            and np.array_equal(A.data, B.data, equal_nan=True))
+
+
+def _check_float(dtype, name):
+    if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"{name} must hold float32 or float64 values; got {np.dtype(dtype)}. "
+                         "Build X with DesignMatrix.from_any.")
 
 
 def _chunk_width(counts: np.ndarray) -> int:
@@ -152,23 +187,37 @@ class DesignMatrix:
         """Wrap numpy / jax arrays, scipy.sparse matrices or a BCOO.
 
         Args:
-            X: the data, shape (n, d).
-            dtype: float32 or float64; default: X's own float dtype (float64 needs
-                ``jax_enable_x64``, else JAX stores float32).
+            X: the data, shape (n, d): a numpy or jax array (or anything `numpy.asarray`
+                takes), any scipy.sparse format (converted to CSR, duplicate entries
+                summed) or a BCOO.
+            dtype: float32 or float64; default: X's own float dtype, with float16 and
+                bfloat16 widened to float32 and integers and bools converted to float64
+                (float64 needs ``jax_enable_x64``, else JAX stores float32).
+
+        Values are cast as they are (no checks): `nsjax.Problem` checks the result.
         """
         if isinstance(X, DesignMatrix):
             return X
+        dtype = None if dtype is None else float_dtype(dtype)
         if isinstance(X, jsparse.BCOO):
+            if X.ndim != 2 or X.n_batch or X.n_dense:
+                raise ValueError(f"X as a BCOO must be a plain 2-D matrix (n_batch = n_dense = "
+                                 f"0); got shape {X.shape}, n_batch={X.n_batch}, "
+                                 f"n_dense={X.n_dense}. Use X.todense() or a scipy matrix.")
             idx = np.asarray(X.indices)
             X = sp.coo_matrix((np.asarray(X.data), (idx[:, 0], idx[:, 1])), shape=X.shape)
         if sp.issparse(X):
+            # Any scipy format (LIL and DOK included) becomes CSR; duplicate entries are
+            # summed here, so checks of the values must look at the result, not at X.
             csr = sp.csr_matrix(X, copy=True)
             csr.sum_duplicates()
             csr.eliminate_zeros()
             if dtype is None:
                 dtype = _default_dtype(csr.dtype)
-            return cls(dense=None, by_row=Chunks.from_csr(csr, dtype),
-                       by_col=Chunks.from_csr(csr.T.tocsr(), dtype),
+            with np.errstate(over="ignore"):  # values beyond the dtype's range: see Problem
+                by_row = Chunks.from_csr(csr, dtype)
+                by_col = Chunks.from_csr(csr.T.tocsr(), dtype)
+            return cls(dense=None, by_row=by_row, by_col=by_col,
                        shape=(int(csr.shape[0]), int(csr.shape[1])), nnz=int(csr.nnz))
         arr = np.asarray(X) if not isinstance(X, jax.Array) else X
         if arr.ndim != 2:
@@ -176,8 +225,61 @@ class DesignMatrix:
         if dtype is None:
             dtype = _default_dtype(arr.dtype)
         shape = (int(arr.shape[0]), int(arr.shape[1]))
+        if isinstance(arr, np.ndarray):
+            # Cast on the host: integers round to the nearest float (never through int32).
+            with np.errstate(over="ignore"):  # values beyond the dtype's range: see Problem
+                arr = arr.astype(dtype, copy=False)
         return cls(dense=jnp.asarray(arr, dtype), by_row=None, by_col=None, shape=shape,
                    nnz=shape[0] * shape[1])
+
+    def check_layout(self) -> None:
+        """Raise a ValueError naming X unless this matrix is laid out as `from_any` lays it
+        out: for a `DesignMatrix` built by hand. Shapes are checked always; indices and the
+        agreement of the row and column layouts where the arrays are concrete."""
+        shape = self.shape
+        if not (isinstance(shape, tuple) and len(shape) == 2
+                and all(isinstance(k, (int, np.integer)) and k >= 0 for k in shape)):
+            raise ValueError(f"X.shape must be a pair of ints (n, d); got {shape!r}. Build X "
+                             "with DesignMatrix.from_any.")
+        n, d = (int(k) for k in shape)
+        if self.dense is not None:
+            if self.by_row is not None or self.by_col is not None:
+                raise ValueError("X holds both dense and sparse data; build it with "
+                                 "DesignMatrix.from_any.")
+            if jnp.shape(self.dense) != (n, d):
+                raise ValueError(f"X.dense has shape {jnp.shape(self.dense)} but X.shape is "
+                                 f"{shape}; build X with DesignMatrix.from_any.")
+            _check_float(self.dense.dtype, "X.dense")
+            return
+        if not (isinstance(self.by_row, Chunks) and isinstance(self.by_col, Chunks)):
+            raise ValueError("X holds no data: a DesignMatrix needs dense, or by_row and by_col "
+                             "(Chunks); build it with DesignMatrix.from_any.")
+        for name, part, rows, cols in (("by_row", self.by_row, n, d),
+                                       ("by_col", self.by_col, d, n)):
+            C = jnp.shape(part.owner)[0] if jnp.ndim(part.owner) == 1 else None
+            if (part.num_rows != rows or jnp.ndim(part.index) != 2 or C is None
+                    or jnp.shape(part.value) != jnp.shape(part.index)
+                    or jnp.shape(part.index)[0] != C):
+                raise ValueError(f"X.{name} does not fit X.shape = {shape} (num_rows, index, "
+                                 "value and owner shapes); build X with DesignMatrix.from_any.")
+            _check_float(part.value.dtype, f"X.{name}.value")
+            if any(isinstance(a, jax.core.Tracer) for a in (part.index, part.owner)):
+                continue
+            index, owner = np.asarray(part.index), np.asarray(part.owner)
+            if index.size and (index.min() < 0 or index.max() >= max(cols, 1)):
+                raise ValueError(f"X.{name}.index holds indices outside [0, {cols}); build X "
+                                 "with DesignMatrix.from_any.")
+            if owner.size and (owner.min() < 0 or owner.max() >= max(rows, 1)
+                               or np.any(np.diff(owner) < 0)):
+                raise ValueError(f"X.{name}.owner must be ascending rows in [0, {rows}); build "
+                                 "X with DesignMatrix.from_any.")
+        if self.by_row.value.dtype != self.by_col.value.dtype:
+            raise ValueError("X.by_row and X.by_col hold values of different dtypes.")
+        leaves = jax.tree_util.tree_leaves((self.by_row, self.by_col))
+        if not any(isinstance(a, jax.core.Tracer) for a in leaves):
+            if not _same_csr(self.by_row.to_csr(d), self.by_col.to_csr(n).T.tocsr()):
+                raise ValueError("X.by_row and X.by_col hold different matrices; build X with "
+                                 "DesignMatrix.from_any.")
 
     def mv(self, w: jax.Array) -> jax.Array:
         """Scores X w, shape (n,) or (n, K)."""

@@ -107,15 +107,76 @@ def load_svmlight(
 
     Raises:
         FileNotFoundError: If ``path`` does not exist or is not a regular file.
+        TypeError / ValueError: If an argument is of the wrong kind, or a line of the file
+            is malformed (the message names the file and the line number).
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike naming an svmlight file; got "
+                        f"{path!r} ({type(path).__name__}).")
+    if n_features is not None:
+        n_features = _check_int("n_features", n_features)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a floating dtype (np.float64 or np.float32); got "
+                        f"{dtype!r}.") from None
+    if dt.kind != "f":
+        raise ValueError(f"dtype must be a floating dtype, got {dt}; pass np.float64 or "
+                         "np.float32.")
     file = Path(path)
     if not file.is_file():
         raise FileNotFoundError(
             f"svmlight file not found: {str(file)!r} (resolved to {str(file.resolve())!r}). "
             "Download the data set first (e.g. from the LIBSVM data sets page) or fix the path."
         )
-    X, y = load_svmlight_file(str(file), n_features=n_features, dtype=dtype)
+    try:
+        X, y = load_svmlight_file(str(file), n_features=n_features, dtype=dt)
+    except ValueError as e:
+        where = _first_bad_svmlight_line(file)
+        if where is None:
+            raise ValueError(f"{str(file)!r}: {e}") from e
+        raise ValueError(f"{str(file)!r}, line {where[0]}: {where[1]}: {where[2]!r}. Each line "
+                         "must read 'label index:value index:value ...' with ascending "
+                         "indices (a '#' starts a comment).") from e
     return sp.csr_matrix(X), np.asarray(y)
+
+
+def _first_bad_svmlight_line(file: Path):
+    """(line number, what is wrong, the line) for the first malformed line of an svmlight
+    file, or None. Only called after scikit-learn's parser failed, to say where."""
+    import bz2
+    import gzip
+
+    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(file.suffix, open)
+    with opener(file, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            line = raw.split(b"#", 1)[0].strip()
+            if not line:
+                continue
+            label, *pairs = line.split()
+            try:
+                float(label)
+            except ValueError:
+                return number, f"the label {label.decode(errors='replace')!r} is not a number", \
+                    raw.decode(errors="replace").rstrip()
+            last = -1
+            for pair in pairs:
+                if b":" not in pair:
+                    return number, (f"{pair.decode(errors='replace')!r} has no colon (expected "
+                                    "index:value)"), raw.decode(errors="replace").rstrip()
+                key, value = pair.split(b":", 1)
+                if key == b"qid":
+                    continue
+                try:
+                    index, _ = int(key), float(value)
+                except ValueError:
+                    return number, (f"{pair.decode(errors='replace')!r} is not an integer "
+                                    "index and a number"), raw.decode(errors="replace").rstrip()
+                if index <= last:
+                    return number, "feature indices must be ascending and unique", \
+                        raw.decode(errors="replace").rstrip()
+                last = index
+    return None
 
 
 # ----------------------------------------------------------------------------------------
@@ -129,6 +190,13 @@ def _check_int(name: str, value: object) -> int:
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value}; pass a positive number of {name}.")
     return int(value)
+
+
+def _check_real(name: str, value: object) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} "
+                        f"({type(value).__name__}).")
+    return float(value)
 
 
 def _column_fractions(d: int, target_fraction_sum: float, power: float, cap: float) -> np.ndarray:
@@ -256,19 +324,19 @@ def synthetic_sparse(
     """
     n = _check_int("n", n)
     d = _check_int("d", d)
-    density = float(density)
+    density = _check_real("density", density)
     if not (0.0 < density <= 1.0):
         raise ValueError(
             f"density must be in (0, 1], got {density}; it is the fraction of nonzero entries, "
             "e.g. density=0.001 for 0.1% nonzeros."
         )
-    noise = float(noise)
+    noise = _check_real("noise", noise)
     if not (0.0 <= noise < 0.5):
         raise ValueError(
             f"noise must be in [0, 0.5), got {noise}; it is the fraction of flipped labels "
             "(0 for noiseless labels)."
         )
-    power = float(power)
+    power = _check_real("power", power)
     if not (math.isfinite(power) and power >= 0.0):
         raise ValueError(
             f"power must be finite and >= 0, got {power}; use 0 for uniform column "

@@ -5,8 +5,8 @@
 regularization path is one XLA program. The loop owns what every solver shares: the step
 count, the best iterate and best lower bound (`nsjax.solvers.base.Best`), the history
 (`History`: each step's J, the best J so far and its certified gap, NaN-padded) and the
-non-finite guard: a step that produces a non-finite J or w is discarded, and the run stops
-with `RESULTS.nonfinite`, keeping the last finite iterate.
+non-finite guard: a step that produces a non-finite J or w never enters the best iterate,
+and the run stops with `RESULTS.nonfinite`, returning the best finite iterate.
 
 `solve` can itself be called under the user's `jax.jit` or `jax.vmap` (for example over a
 batch of same-shape problems, see `solve_batch`); the checks that need concrete values are
@@ -73,11 +73,26 @@ def _sweep_jit(problem, lams, w0, tol, solver, max_steps):
     return jax.vmap(lambda lam: _run(problem.with_lam(lam), w0, tol, solver, max_steps))(lams)
 
 
-def _default_solver(solver):
-    if solver is None:
-        from nsjax.solvers import SubLBFGS
+def default_solver(problem) -> Solver:
+    """What `solve`, `sweep` and `solve_batch` use when no solver is given: the
+    `Hybrid` (subLBFGS, then the exact-line-search BMRM; it ends with a closed certified
+    gap) where its bundle phase applies (the L2 regularizer and λ > 0, or λ traced), else
+    `SubLBFGS`."""
+    from nsjax.solvers import Hybrid, SubLBFGS
 
-        return SubLBFGS()
+    lam = problem.lam
+    if problem.quadratic_regularizer and (is_traced(lam) or float(lam) > 0):
+        return Hybrid()
+    return SubLBFGS()
+
+
+def _default_solver(solver, problem):
+    if solver is None:
+        return default_solver(problem)
+    if isinstance(solver, type):
+        what = ("an nsjax solver" if issubclass(solver, Solver) else "not an nsjax solver")
+        raise TypeError(f"solver must be an instance: pass {solver.__name__}(), not the class "
+                        f"{solver.__name__} ({what}).")
     if not isinstance(solver, Solver):
         raise TypeError(
             f"solver must be an nsjax solver (a subclass of nsjax.solvers.Solver, e.g. "
@@ -93,26 +108,65 @@ def _default_solver(solver):
 
 def _check_common(problem, w0, max_steps, tol):
     """Refuse bad arguments before compiling; return w0 as an array of the problem's dtype.
-    Values that are traced (the caller's jit or vmap) cannot be inspected and pass."""
+    Values that are traced (the caller's jit or vmap) cannot be inspected and pass.
+
+    Checked as they will be used: tol and w0 after the cast to the problem's dtype, and
+    J(w0) finite (one product with X); max_steps at most `nsjax.problem.MAX_STEPS` (10**7:
+    the history is allocated up front)."""
+    from nsjax.problem import MAX_STEPS, check_real_scalar
+
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be an nsjax.Problem; got {type(problem).__name__}.")
-    if not (isinstance(max_steps, (int, np.integer)) and max_steps >= 1):
-        raise ValueError(f"max_steps must be an int >= 1; got {max_steps!r}.")
-    if not is_traced(tol) and not (np.isfinite(tol) and tol >= 0):
-        raise ValueError(f"tol must be finite and >= 0; got {tol!r}.")
+    if isinstance(max_steps, (bool, np.bool_)) or not isinstance(max_steps, (int, np.integer)):
+        raise TypeError(f"max_steps must be an int >= 1 (e.g. max_steps=500); got "
+                        f"{max_steps!r} ({type(max_steps).__name__}).")
+    if not 1 <= max_steps <= MAX_STEPS:
+        raise ValueError(
+            f"max_steps must be between 1 and {MAX_STEPS:,} (the history of 3 x max_steps "
+            f"numbers is allocated before the first step); got {max_steps:,}. For a longer "
+            "run, restart from the last solution (w0=sol.w).")
+    dt = np.dtype(problem.dtype)
+    tol_value = check_real_scalar(tol, "tol", "tol=1e-6")
+    if tol_value is not None:
+        with np.errstate(over="ignore"):
+            held = tol_value.astype(dt)
+        if not (np.isfinite(held) and held >= 0):
+            raise ValueError(f"tol must be finite and >= 0 in {dt.name}; got {tol!r}. It is "
+                             "relative: stop when the gap <= tol * max(1, |J|).")
     shape = problem.w_shape
     if w0 is None:
         return problem.zeros()
+    if not is_traced(w0):
+        try:
+            kind = np.asarray(w0).dtype.kind
+        except (ValueError, TypeError):
+            kind = "O"
+        if kind not in "iuf":
+            raise TypeError(f"w0 must be an array of real numbers of shape {shape} (or None "
+                            f"for zeros); got {type(w0).__name__} of kind {kind!r}"
+                            f"{' (complex)' if kind == 'c' else ''}.")
     if np.shape(w0) != shape:
         raise ValueError(
             f"w0 must have shape {shape} to match the problem; got {np.shape(w0)}.")
-    if not is_traced(w0) and not np.all(np.isfinite(np.asarray(w0))):
-        raise ValueError("w0 contains NaN or inf.")
-    return jnp.asarray(w0, problem.dtype)
+    if is_traced(w0):
+        return jnp.asarray(w0, problem.dtype)
+    with np.errstate(over="ignore"):
+        w = np.asarray(w0).astype(dt)
+    if not np.all(np.isfinite(w)):
+        bad = int(np.size(w) - np.count_nonzero(np.isfinite(w)))
+        raise ValueError(f"w0 contains {bad} NaN or inf entries as held in {dt.name} (entries "
+                         f"beyond {float(np.finfo(dt).max):.3g} overflow); pass finite values.")
+    w = jnp.asarray(w, problem.dtype)
+    if not any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves(problem)):
+        value = float(problem.value(w))
+        if not np.isfinite(value):
+            raise ValueError(f"w0 gives J(w0) = {value} in {dt.name} (λ‖w0‖² or the scores "
+                             "X w0 overflow); start from a smaller w0, or w0=None (zeros).")
+    return w
 
 
 def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, throw=False):
-    """Minimize ``problem`` with ``solver`` (default `SubLBFGS()`).
+    """Minimize ``problem`` with ``solver`` (default: `default_solver`, the `Hybrid`).
 
     Args:
         problem: an `nsjax.Problem`.
@@ -138,8 +192,8 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
         <RESULTS.successful: 0>
         >>> w = jax.jit(lambda p: nsjax.solve(p, nsjax.solvers.BMRM()).w)(prob)
     """
-    solver = _default_solver(solver)
     w0 = _check_common(problem, w0, max_steps, tol)
+    solver = _default_solver(solver, problem)
     tol = jnp.asarray(tol, problem.dtype)
     solver.check(problem)
     problem = problem.without_classes()  # label values do not change the program
@@ -195,13 +249,16 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6):
         >>> sols.w.shape
         (2, 30)
     """
-    solver = _default_solver(solver)
     w0 = _check_common(problem, w0, max_steps, tol)
-    lams = np.asarray(lams, dtype=float)
-    if lams.ndim != 1 or lams.size == 0:
-        raise ValueError(f"lams must be a non-empty 1-D sequence; got shape {lams.shape}.")
-    if not np.all(np.isfinite(lams)) or np.any(lams < 0):
-        raise ValueError(f"every lam must be finite and >= 0; got {lams.tolist()}.")
+    from nsjax.problem import _strength
+
+    if isinstance(lams, (str, bytes)) or np.ndim(lams) != 1 or np.size(lams) == 0:
+        raise ValueError(f"lams must be a non-empty 1-D sequence of numbers, e.g. [1e-2, "
+                         f"1e-3]; got {lams!r}.")
+    # Each strength as it will be used: a real number, finite, >= 0, within the dtype.
+    lams = np.asarray([float(_strength(lam, problem.dtype, f"lams[{i}]"))
+                       for i, lam in enumerate(lams)])
+    solver = _default_solver(solver, problem.with_lam(float(lams.min())))
     solver.check(problem.with_lam(float(lams.min())))
     sols = _sweep_jit(problem.without_classes(), jnp.asarray(lams, problem.dtype), w0,
                       jnp.asarray(tol, problem.dtype), solver, int(max_steps))
@@ -230,19 +287,25 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
         >>> nsjax.solve_batch(probs, nsjax.solvers.BMRM()).w.shape
         (4, 3)
     """
-    solver = _default_solver(solver)
+    if solver is not None:
+        solver = _default_solver(solver, None)
     if isinstance(problems, Problem):
         if problems.X.dense is None or problems.X.dense.ndim != 3:
             raise ValueError("a single Problem passed to solve_batch must hold stacked dense "
                              "data (X of shape (batch, n, d)); pass a list of Problems.")
         stacked = problems.without_classes()
         one = jax.tree_util.tree_map(lambda x: x[0], stacked)
+        solver = solver or default_solver(one)
         solver.check(one)
     else:
         problems = [_batch_member(p, i) for i, p in enumerate(problems)]
         if not problems:
             raise ValueError("problems is empty; pass at least one Problem.")
         first = _kind(problems[0])
+        if solver is None:  # one program for all: the default of any, if they agree
+            defaults = {default_solver(p) for p in problems}
+            solver = defaults.pop() if len(defaults) == 1 else default_solver(
+                problems[0].with_lam(0.0))
         for i, p in enumerate(problems):
             if _kind(p) != first:
                 raise ValueError(

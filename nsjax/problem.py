@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
+from jax.experimental import sparse as jsparse
 
 from nsjax.data import DesignMatrix
 from nsjax.losses.labels import is_traced
@@ -52,12 +53,15 @@ class Problem:
         reg: a regularizer implementing `nsjax.regularizers.Regularizer` (L2, ...), or
             None for no regularization (allowed where the risk is bounded below, as in the
             toy problem (17)).
-        X: data, shape (n, d): numpy, jax array, scipy.sparse or BCOO; float32 or float64.
+        X: data, shape (n, d): numpy, jax array (or a list of rows), any scipy.sparse
+            format (converted to CSR, duplicate entries summed) or BCOO. float32 and float64
+            are kept, float16/bfloat16 computed in float32, integers and bools converted to
+            float64; complex and object arrays are refused.
         y: labels as the loss takes them (`nsjax.losses.labels`): binary losses accept any
             two values (the sorted pair becomes (−1, +1), kept in ``classes``), multiclass
             losses any K values, multilabel losses label sets; losses without labels
             (MaxAffine) take None.
-        dtype: the float dtype to compute in; default: X's.
+        dtype: the float dtype to compute in, float32 or float64; default: X's (above).
         classes: the class values, in order; y is then encoded by comparison with them
             (binary and multiclass: raw labels such as 0/1 with classes=(0, 1), or ±1 with
             classes=(-1, 1); multilabel: an (n, K) 0/1 mask), see `nsjax.losses.labels`.
@@ -66,7 +70,11 @@ class Problem:
             outside ``classes``, λ ≥ 0) are then skipped, shapes are still checked.
 
     Raises:
-        ValueError / TypeError: on bad input, before anything is compiled.
+        ValueError / TypeError: on bad input, before anything is compiled, naming the
+            argument. Values are checked as they will be used, after the cast to ``dtype``
+            and the summing of sparse duplicates: X must be finite with
+            |X_ij| ≤ sqrt(finfo.max / max(n, d)) (`max_abs_entry`), λ finite with
+            0 ≤ λ ≤ sqrt(finfo.max) (`max_strength`: 1.3e154 in float64, 1.8e19 in float32).
 
     A Problem is a pytree (X, y, the loss's and the regularizer's arrays are leaves), so
     it can be an argument of `jax.jit` and problems of one shape can be stacked and
@@ -85,10 +93,11 @@ class Problem:
     def __init__(self, loss, reg, X, y=None, *, dtype=None, classes=None):
         reg = L2(0.0) if reg is None else reg
         _check_regularizer(reg)
-        _check_strength(reg.strength)
+        _check_strength(reg.strength, _strength_name(reg))
         _check_loss(loss)
-        _check_X(X)
+        X = _check_X(X)
         self.X = DesignMatrix.from_any(X, dtype)
+        _check_X_values(self.X)  # as held: after the cast and the summing of duplicates
         n, dt = self.X.shape[0], self.X.dtype
         if y is not None and classes is None and is_traced(y):
             raise ValueError("y is traced (inside jit or vmap): pass it already encoded, "
@@ -96,7 +105,7 @@ class Problem:
         self.y, self.classes = loss.encode_labels(y, n, dt, classes)
         self.num_outputs = loss.num_outputs(self.classes)
         self.loss = loss.prepare(n, self.num_outputs, dt)
-        self.reg = reg.with_strength(jnp.asarray(reg.strength, dt))
+        self.reg = reg.with_strength(_strength(reg.strength, dt, _strength_name(reg)))
 
     def __repr__(self):
         n, d = self.X.shape
@@ -120,8 +129,7 @@ class Problem:
     def with_lam(self, lam) -> Problem:
         """The same problem with regularization strength ``lam`` (may be traced: `sweep`
         vmaps over it), held in the problem's dtype so that no new program compiles."""
-        _check_strength(lam)
-        reg = self.reg.with_strength(jnp.asarray(lam, self.dtype))
+        reg = self.reg.with_strength(_strength(lam, self.dtype, _strength_name(self.reg)))
         return Problem.tree_unflatten((self.classes, self.num_outputs),
                                       (self.loss, reg, self.X, self.y))
 
@@ -326,47 +334,160 @@ def _check_regularizer(reg):
             f"reg must implement nsjax.regularizers.Regularizer (e.g. L2(lam)); "
             f"{type(reg).__name__} lacks {', '.join(missing)}."
         )
-    if jax.tree_util.tree_leaves(reg) == [reg]:
+    leaves = jax.tree_util.tree_leaves(reg)
+    if len(leaves) == 1 and leaves[0] is reg:
         raise TypeError(f"{type(reg).__name__} must be a JAX pytree (e.g. a frozen dataclass "
                         "registered with jax.tree_util.register_dataclass) so that its "
                         "strength is traced.")
 
 
-def _check_strength(lam):
-    if jnp.ndim(lam) != 0:
-        raise ValueError(
-            f"lam must be a scalar; got shape {jnp.shape(lam)}. Use nsjax.sweep for many "
-            "values."
-        )
-    if is_traced(lam):
-        return
-    arr = np.asarray(lam)
+#: The largest ``max_steps`` that `nsjax.solve` accepts: the history (3 × max_steps
+#: numbers, 240 MB in float64 at the cap) is allocated before the first step. Longer runs:
+#: restart from the last solution (``w0=sol.w``).
+MAX_STEPS = 10**7
+
+
+def check_real_scalar(x, name, example, many=""):
+    """Refuse ``x`` unless it is one real number (a Python or numpy number, a 0-d array):
+    a TypeError or ValueError naming ``name``, with ``example`` as the fix (``many``: what to
+    do instead with many values). Returns x as a 0-d float64 numpy array, or None where x is
+    traced (only its type and shape are checked then)."""
+    if is_traced(x) and jnp.ndim(x) != 0:
+        raise ValueError(f"{name} must be a scalar; got shape {jnp.shape(x)}.{many}")
+    if not is_traced(x) and not isinstance(x, (str, bytes)):
+        try:
+            shape = np.shape(x)
+        except ValueError:  # ragged
+            shape = None
+        if shape != ():
+            got = f"shape {shape}" if shape is not None else "a ragged sequence"
+            raise ValueError(f"{name} must be a scalar; got {got}.{many}")
+    if is_traced(x):
+        if not (jnp.issubdtype(x.dtype, jnp.integer) or jnp.issubdtype(x.dtype, jnp.floating)):
+            raise TypeError(f"{name} must be a real number; got a traced {x.dtype} value.")
+        return None
+    what = f"{name} must be a real number (e.g. {example}); got {x!r} ({type(x).__name__})."
+    if x is None or isinstance(x, (str, bytes, bool, np.bool_)):
+        raise TypeError(what)
+    try:
+        arr = np.asarray(x)
+    except Exception:  # anything numpy cannot read is not a number
+        raise TypeError(what) from None
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(what)
+    return arr.astype(np.float64)
+
+
+def _strength_name(reg) -> str:
+    return getattr(reg, "strength_name", "lam")
+
+
+def _check_strength(lam, name="lam"):
+    """The strength's type and shape (its value is checked once the dtype is known)."""
+    return check_real_scalar(lam, name, f"L2({name}=1e-3)", " Use nsjax.sweep for many values.")
+
+
+def max_strength(dtype) -> float:
+    """The largest strength a problem in ``dtype`` accepts: sqrt(finfo.max), 1.3e154 in
+    float64 and 1.8e19 in float32, so that λ‖w‖² and ‖v‖²/λ stay representable."""
+    return float(np.sqrt(np.finfo(dtype).max))
+
+
+def _strength(lam, dtype, name="lam"):
+    """``lam`` checked as it will be used: cast to ``dtype``, finite, in [0, max_strength]."""
+    arr = _check_strength(lam, name)
+    if arr is None:  # traced: values are unknown
+        return jnp.asarray(lam, dtype)
+    with np.errstate(over="ignore"):
+        held = arr.astype(dtype)
+    dt = np.dtype(dtype).name
     if not np.isfinite(arr) or arr < 0:
-        raise ValueError(f"lam must be finite and >= 0; got {float(arr)}.")
+        raise ValueError(f"{name} must be finite and >= 0; got {float(arr)}.")
+    if not np.isfinite(held):
+        raise ValueError(f"{name} = {float(arr):g} overflows {dt} (largest "
+                         f"{float(np.finfo(dtype).max):.3g}); it must be at most "
+                         f"{max_strength(dtype):.3g} in {dt}.")
+    if held > max_strength(dtype):
+        raise ValueError(
+            f"{name} = {float(arr):g} is too large for {dt}: it must be at most "
+            f"sqrt(finfo.max) = {max_strength(dtype):.3g}, so that λ‖w‖² and ‖Xᵀu‖²/λ stay "
+            "representable. Rescale instead: with X scaled by s and lam by 1/s² the problem "
+            "is the same, with w scaled by 1/s."
+        )
+    return jnp.asarray(held, dtype)
 
 
 def _check_X(X):
+    """X's kind, shape and dtype, before any conversion; returns X (as a numpy array where
+    it was neither an array nor a sparse matrix, so that it is read once)."""
     if isinstance(X, DesignMatrix):
-        return
-    if sp.issparse(X):
-        shape, data = X.shape, X.data
-    elif hasattr(X, "indices") and hasattr(X, "data") and hasattr(X, "todense"):  # BCOO
-        shape, data = X.shape, X.data
+        X.check_layout()
+        return X
+    if sp.issparse(X) or isinstance(X, jsparse.BCOO):
+        dtype, shape = X.dtype, X.shape
     else:
-        data = X if is_traced(X) else np.asarray(X)
-        shape = jnp.shape(data)
-        if len(shape) != 2:
-            raise ValueError(f"X must be 2-D with shape (n, d); got shape {shape}.")
-        if not jnp.issubdtype(data.dtype, jnp.number):
-            raise ValueError(f"X must be numeric; got dtype {data.dtype}.")
+        if not isinstance(X, (np.ndarray, jax.Array)):
+            try:
+                X = np.asarray(X)
+            except (ValueError, TypeError) as e:
+                raise ValueError(f"X could not be read as a 2-D array of numbers ({e}); pass "
+                                 "a numpy array, a scipy.sparse matrix or a jax array.") from None
+        dtype, shape = X.dtype, jnp.shape(X)
+    if len(shape) != 2:
+        raise ValueError(f"X must be 2-D with shape (n, d); got shape {shape}. Reshape it "
+                         "(one row per example: X.reshape(-1, 1) for a single feature).")
+    _check_X_dtype(np.dtype(dtype))
     if shape[0] == 0 or shape[1] == 0:
         raise ValueError(f"X is empty (shape {shape}); a problem needs n >= 1 and d >= 1.")
-    if is_traced(data):
-        return  # values unknown under tracing: checked by the non-finite guard of the loop
-    data = np.asarray(data)
-    if not np.all(np.isfinite(data)):
-        bad = int(np.size(data) - np.count_nonzero(np.isfinite(data)))
-        raise ValueError(
-            f"X contains {bad} NaN or inf entries; impute or drop them before building "
-            "the Problem."
-        )
+    return X
+
+
+def _check_X_dtype(dtype):
+    """Floats of any width (bfloat16 included), integers and bools are converted (see
+    `DesignMatrix.from_any`); anything else is refused."""
+    if dtype == np.bool_ or any(jnp.issubdtype(dtype, kind)
+                                for kind in (jnp.floating, jnp.integer)):
+        return
+    if dtype.kind == "c":
+        raise TypeError(f"X is complex ({dtype}); nsjax solves real problems. Pass X.real, or "
+                        "the real and imaginary parts as separate columns.")
+    if dtype.kind == "O":
+        raise TypeError("X has dtype object (mixed or non-numeric entries); convert it to "
+                        "numbers first, e.g. np.asarray(X, dtype=float).")
+    raise TypeError(f"X must be numeric; got dtype {dtype}. Convert it to numbers first, "
+                    "e.g. np.asarray(X, dtype=float).")
+
+
+def max_abs_entry(dtype, shape) -> float:
+    """The largest |X_ij| a problem of this dtype and shape (n, d) accepts:
+    sqrt(finfo.max / max(n, d)), so that ‖x_i‖², the entries of XᵀX and sums of n or d
+    squared entries stay finite (4.7e153 for a 8 x 3 float64 X, 6.5e18 in float32)."""
+    return float(np.sqrt(np.finfo(dtype).max / max(shape)))
+
+
+def _check_X_values(D: DesignMatrix):
+    """X's values as the solvers will use them (cast to the problem's dtype, sparse duplicates
+    summed): finite and at most `max_abs_entry`. Skipped for traced data."""
+    values = [D.dense] if not D.is_sparse else [D.by_row.value, D.by_col.value]
+    if D.shape[0] == 0 or D.shape[1] == 0:
+        raise ValueError(f"X is empty (shape {D.shape}); a problem needs n >= 1 and d >= 1.")
+    if any(is_traced(v) for v in values):
+        return
+    dt = np.dtype(D.dtype).name
+    for v in values:
+        top = float(jnp.max(jnp.abs(v))) if v.size else 0.0
+        if not np.isfinite(top):
+            bad = int(jnp.sum(~jnp.isfinite(v)))
+            raise ValueError(
+                f"X contains {bad} NaN or inf entries as held in {dt} (entries beyond "
+                f"{float(np.finfo(D.dtype).max):.3g} overflow when cast, and sparse duplicates "
+                "are summed); impute, drop or rescale them before building the Problem."
+            )
+        limit = max_abs_entry(D.dtype, D.shape)
+        if top > limit:
+            raise ValueError(
+                f"X has entries up to {top:.3g} in magnitude; a {D.shape[0]} x {D.shape[1]} "
+                f"problem in {dt} accepts at most sqrt(finfo.max / max(n, d)) = {limit:.3g}, "
+                "beyond which products of X with itself overflow. Rescale X (e.g. "
+                "standardize its columns)."
+            )

@@ -41,3 +41,67 @@ def random_binary(seed, n, d, sparse=False, nnz=None):
     y[:2] = [1, -1]  # both classes, always
     lam = 10 ** rng.uniform(-3, -1)
     return X, y, lam
+
+
+def cvxpy_multiclass_optimum(X, y, lam, K):
+    """min_W λ/2‖W‖² + mean_i max_z [1(z ≠ y_i) + x_iᵀ(w_z − w_{y_i})] (Crammer–Singer)."""
+    n, d = X.shape
+    W = cp.Variable((d, K))
+    S = X @ W
+    Y1 = np.eye(K)[y]
+    true = cp.reshape(cp.sum(cp.multiply(S, Y1), axis=1), (n, 1), order="C")
+    risk = cp.sum(cp.max(1 - Y1 + S - true, axis=1)) / n
+    prob = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(W) + risk))
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return prob.value
+
+
+def cvxpy_multilabel_optimum(X, Ymask, lam):
+    """min_W λ/2‖W‖² + mean_i max(0, max_{z ∈ Z_i, z' ∉ Z_i} 1 + x_iᵀ(w_z' − w_z)) (eq. 50),
+    in epigraph form: ξ_i ≥ 0 and ξ_i ≥ 1 + S_iz' − S_iz for every such pair."""
+    n, d = X.shape
+    K = Ymask.shape[1]
+    W = cp.Variable((d, K))
+    xi = cp.Variable(n)
+    flat = cp.reshape(X @ W, (n * K,), order="C")
+    i, z, zp = np.array([(i, z, zp) for i in range(n) for z in np.flatnonzero(Ymask[i])
+                         for zp in np.flatnonzero(~Ymask[i])]).T
+    constraints = [xi >= 0, xi[i] >= 1 + flat[i * K + zp] - flat[i * K + z]]
+    prob = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(W) + cp.sum(xi) / n), constraints)
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return prob.value
+
+
+def planted_multiclass(rng, n, d, K, noise=0.5):
+    """Labels from a random linear model plus noise (every class present)."""
+    X = rng.normal(size=(n, d))
+    y = np.argmax(X @ rng.normal(size=(d, K)) + noise * rng.normal(size=(n, K)), axis=1)
+    y[:K] = np.arange(K)
+    return X, y
+
+
+def planted_multilabel(rng, n, d, K, noise=0.5):
+    """Label sets from a random linear model plus noise; every example has one label at
+    least, and every label is used and unused somewhere. Returns a dense (n, K) 0/1 mask."""
+    X = rng.normal(size=(n, d))
+    S = X @ rng.normal(size=(d, K)) + noise * rng.normal(size=(n, K))
+    Y = S > 0.5
+    Y[np.arange(n), np.argmax(S, axis=1)] = True
+    Y[:K] = np.eye(K, dtype=bool)
+    return X, Y.astype(int)
+
+
+def random_multiclass(rng, n, d, K, integer=False):
+    X = rng.integers(-2, 3, size=(n, d)).astype(float) if integer else rng.normal(size=(n, d))
+    y = rng.integers(0, K, size=n)
+    y[:K] = np.arange(K)
+    return X, y
+
+
+
+def random_multilabel(rng, n, d, K, integer=False):
+    X = rng.integers(-2, 3, size=(n, d)).astype(float) if integer else rng.normal(size=(n, d))
+    Y = rng.random((n, K)) < 0.3
+    Y[np.arange(n), rng.integers(0, K, n)] = True
+    return X, Y.astype(int)
+

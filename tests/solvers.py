@@ -27,6 +27,7 @@ class Entry(NamedTuple):
 
 
 REGISTRY = [
+    Entry("Hybrid", S.Hybrid()),  # the default of nsjax.solve
     Entry("SubLBFGS", S.SubLBFGS()),
     # Memory ≥ d without secant scaling: the configuration that reaches 1e-6 on small kinked
     # problems (test_sublbfgs.py uses m = 256 on d = 50; here d ≤ 12).

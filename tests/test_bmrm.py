@@ -149,3 +149,16 @@ def test_logistic_gap_falls_linearly():
     assert slope < -0.02  # at least a constant factor per step
     assert np.max(np.abs(np.log(gaps[tail]) - fit)) < 3.0  # a line, not a sudden drop
     assert gaps[-1] <= 1e-9 * float(sol.value)
+
+
+@pytest.mark.parametrize(("dtype", "lam"), [(jnp.float32, 1e8), (jnp.float64, 1e20)])
+def test_huge_lam_keeps_the_bound_valid(dtype, lam):
+    # λ huge against ‖X‖²: the QP's gradient steps are huge, and the projection's rounding
+    # used to leave the simplex, giving D(α) > J (a negative "certified" gap).
+    X, y, _ = random_binary(0, 40, 5)
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y, dtype=dtype)
+    for solver in (nsjax.solvers.BMRM(), nsjax.solvers.Hybrid()):
+        sol = nsjax.solve(prob, solver, max_steps=20)
+        # J* = R(0) − O(‖X‖²/λ) = 1 to rounding; the bound may not pass it.
+        assert float(sol.value) == pytest.approx(1.0, rel=1e-6)
+        assert float(sol.gap) >= -4 * float(jnp.finfo(dtype).eps)

@@ -5,11 +5,16 @@ import functools
 import itertools
 import warnings
 
-import cvxpy as cp
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from reference import (
+    cvxpy_multiclass_optimum,
+    cvxpy_multilabel_optimum,
+    random_multiclass,
+    random_multilabel,
+)
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
@@ -114,18 +119,8 @@ def _brute_line_search(b, a, c_reg, h):
     return best[int(np.argmin(vals))]
 
 
-def _random_multiclass(rng, n, d, K, integer=False):
-    X = rng.integers(-2, 3, size=(n, d)).astype(float) if integer else rng.normal(size=(n, d))
-    y = rng.integers(0, K, size=n)
-    y[:K] = np.arange(K)
-    return X, y
 
 
-def _random_multilabel(rng, n, d, K, integer=False):
-    X = rng.integers(-2, 3, size=(n, d)).astype(float) if integer else rng.normal(size=(n, d))
-    Y = rng.random((n, K)) < 0.3
-    Y[np.arange(n), rng.integers(0, K, n)] = True
-    return X, Y.astype(int)
 
 
 @pytest.mark.parametrize("bracket", ["sort", "bisect"])
@@ -135,10 +130,10 @@ def test_exact_line_search_equals_brute_force(kind, seed, bracket):
     rng = np.random.default_rng(seed)
     n, d, K = 25, 4, 4
     if kind == "multilabel":
-        X, y = _random_multilabel(rng, n, d, K)
+        X, y = random_multilabel(rng, n, d, K)
         loss = ML()
     else:
-        X, y = _random_multiclass(rng, n, d, K)
+        X, y = random_multiclass(rng, n, d, K)
         D = rng.uniform(0.5, 2.0, size=(K, K)) * (1 - np.eye(K))
         loss = MC(delta=D, rescaling="slack" if kind.endswith("slack") else "margin")
     prob = nsjax.Problem(loss, L2(0.05), X, y)
@@ -178,10 +173,10 @@ def test_oracle_attains_sup_and_is_a_subgradient(kind, seed):
     rng = np.random.default_rng(seed)
     n, d, K = 6, 3, 3
     if kind == "multiclass":
-        X, y = _random_multiclass(rng, n, d, K, integer=True)
+        X, y = random_multiclass(rng, n, d, K, integer=True)
         prob = nsjax.Problem(MC(), L2(0.1), X, y)
     else:
-        X, y = _random_multilabel(rng, n, d, K, integer=True)
+        X, y = random_multilabel(rng, n, d, K, integer=True)
         prob = nsjax.Problem(ML(), L2(0.1), X, y)
     # Integer data and weights make ties (several worst labels) frequent.
     W = jnp.asarray(rng.integers(-1, 2, size=(d, K)).astype(float))
@@ -212,31 +207,8 @@ def test_oracle_attains_sup_and_is_a_subgradient(kind, seed):
 
 # --- optima --------------------------------------------------------------------------------
 
-def _cvxpy_multiclass(X, y, lam, K):
-    n, d = X.shape
-    W = cp.Variable((d, K))
-    S = X @ W
-    Y1 = np.eye(K)[y]
-    true = cp.reshape(cp.sum(cp.multiply(S, Y1), axis=1), (n, 1), order="C")
-    risk = cp.sum(cp.max(1 - Y1 + S - true, axis=1)) / n
-    prob = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(W) + risk))
-    prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
-    return prob.value
 
 
-def _cvxpy_multilabel(X, Ymask, lam):
-    n, d = X.shape
-    K = Ymask.shape[1]
-    W = cp.Variable((d, K))
-    S = X @ W
-    terms = []
-    for i in range(n):
-        pos, neg = np.flatnonzero(Ymask[i]), np.flatnonzero(~Ymask[i])
-        cands = [0 * S[i, 0]] + [1 + S[i, zp] - S[i, z] for z in pos for zp in neg]
-        terms.append(cp.max(cp.hstack(cands)))
-    prob = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(W) + sum(terms) / n))
-    prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
-    return prob.value
 
 
 SOLVERS = {
@@ -253,12 +225,12 @@ def test_solvers_reach_cvxpy_optimum(name, kind, seed):
     rng = np.random.default_rng(100 + seed)
     lam = 0.05
     if kind == "multiclass":
-        X, y = _random_multiclass(rng, 60, 5, 4)
-        J_star = _cvxpy_multiclass(X, y, lam, 4)
+        X, y = random_multiclass(rng, 60, 5, 4)
+        J_star = cvxpy_multiclass_optimum(X, y, lam, 4)
         prob = nsjax.Problem(MC(), L2(lam), X, y)
     else:
-        X, y = _random_multilabel(rng, 40, 5, 4)
-        J_star = _cvxpy_multilabel(X, y.astype(bool), lam)
+        X, y = random_multilabel(rng, 40, 5, 4)
+        J_star = cvxpy_multilabel_optimum(X, y.astype(bool), lam)
         prob = nsjax.Problem(ML(), L2(lam), X, [list(np.flatnonzero(r)) for r in y])
     sol = nsjax.solve(prob, SOLVERS[name], max_steps=3000, tol=1e-10)
     assert abs(float(sol.value) - J_star) <= 1e-6 * J_star
@@ -285,7 +257,7 @@ def test_digits_matches_liblinear_crammer_singer():
 
 def test_label_formats_agree():
     rng = np.random.default_rng(0)
-    X, Y = _random_multilabel(rng, 20, 3, 4)
+    X, Y = random_multilabel(rng, 20, 3, 4)
     import scipy.sparse as sp
 
     lists = [list(np.flatnonzero(r)) for r in Y]
@@ -322,7 +294,7 @@ def test_multiclass_datasets():
 
 def test_multiclass_sweep_and_float32():
     rng = np.random.default_rng(7)
-    X, y = _random_multiclass(rng, 40, 4, 3)
+    X, y = random_multiclass(rng, 40, 4, 3)
     prob = nsjax.Problem(MC(), L2(0.1), X, y)
     solver = nsjax.solvers.BMRM()
     sols = nsjax.sweep(prob, [0.1, 0.01], solver, max_steps=300, tol=1e-9)

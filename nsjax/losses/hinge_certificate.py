@@ -5,8 +5,10 @@ every β in the box gives D(β) ≤ J*. Direction finding's aggregated subgradie
 that is fractional only where the iterate sits exactly on a hinge; near the optimum the
 true margin set is wider than that, so its gap stalls well above the suboptimality. Here,
 for a few widths δ, the examples with |1 − y_i x_iᵀw| ≤ δ are freed and their β fitted
-by CGLS to the optimality condition λw = Xᵀ(β∘y)/n (the others keep β = 1 on errors,
-0 on well-classified points); the clipped result is a feasible dual point. The widths
+by CGLS (`nsjax.losses.cgls`) to the optimality condition λw = Xᵀ(β∘y)/n (the others keep
+β = 1 on errors, 0 on well-classified points); the clipped result is a feasible dual
+point. The multiclass and multilabel hinge do the same on the faces of their
+subdifferentials (`nsjax.losses.max_affine_certificate`). The widths
 cover the scales a margin point at distance ‖w − w*‖ from the optimum can have.
 """
 
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+
+from nsjax.losses.cgls import cgls
 
 #: Widths δ of the freed margin band, relative to max(1, |x_iᵀw|).
 BAND_WIDTHS = (1e-1, 1e-3, 1e-5, 1e-7)
@@ -26,12 +30,16 @@ def hinge_dual_certificate(problem, w, S, iterations=CGLS_ITERATIONS):
 
     Returns (D, number of products with X or Xᵀ spent).
     """
-    best = jnp.asarray(-jnp.inf, S.dtype)
-    products = jnp.zeros((), jnp.int32)
-    for delta in BAND_WIDTHS:
+    # One compiled body for all widths (a Python loop would compile the fit four times).
+    def width(carry, delta):
+        best, products = carry
         u, steps = _band_dual_point(problem, w, S, delta, iterations)
         best = jnp.maximum(best, problem.dual_value(u, S=S))
-        products = products + 2 * steps + 3
+        # The fixed part's Xᵀ, A z0 and Aᵀ of the start, two per CGLS step, the dual's Xᵀ.
+        return (best, products + 2 * steps + 4), None
+
+    start = (jnp.asarray(-jnp.inf, S.dtype), jnp.zeros((), jnp.int32))
+    (best, products), _ = jax.lax.scan(width, start, jnp.asarray(BAND_WIDTHS, S.dtype))
     return best, products
 
 
@@ -52,30 +60,8 @@ def _band_dual_point(problem, w, S, delta, iterations):
     def At(q):
         return jnp.where(free, y * problem.scores(q), 0.0) / n
 
-    z = jnp.where(free, 0.5, 0.0)
-    s = At(target - A(z))
-    gamma0 = jnp.vdot(s, s)
-    # Stop where the normal-equation residual has fallen to rounding level: past that, the
-    # ratios below are 0/0 in the making.
-    floor = (jnp.finfo(S.dtype).eps ** 2) * gamma0
-
-    def cgls(c):
-        z, res, s, p, gamma, it = c
-        q = A(p)
-        qq = jnp.vdot(q, q)
-        live = (gamma > floor) & (qq > 0)
-        alpha = jnp.where(live, gamma / jnp.where(live, qq, 1.0), 0.0)
-        z, res = z + alpha * p, res - alpha * q
-        s = At(res)
-        gamma_new = jnp.vdot(s, s)
-        beta = jnp.where(live, gamma_new / jnp.where(live, gamma, 1.0), 0.0)
-        return z, res, s, jnp.where(live, s + beta * p, 0.0 * p), gamma_new, it + 1
-
-    def running(c):
-        return (c[5] < iterations) & (c[4] > floor)
-
-    init = (z, target - A(z), s, s, gamma0, jnp.zeros((), jnp.int32))
-    out = jax.lax.while_loop(running, cgls, init)
-    z = jnp.where(jnp.isfinite(out[0]), out[0], 0.5)
+    z0 = jnp.where(free, 0.5, 0.0)
+    z, steps = cgls(A, At, z0, target - A(z0), iterations)
+    z = jnp.where(jnp.isfinite(z), z, 0.5)
     beta = fixed + jnp.where(free, jnp.clip(z, 0.0, 1.0), 0.0)
-    return -beta * y / n, out[5]
+    return -beta * y / n, steps

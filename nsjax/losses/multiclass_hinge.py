@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.base import Loss, snap_to_max
+from nsjax.losses.base import Loss, active_tol, snap_to_max
 from nsjax.losses.labels import MulticlassLabels, checked_delta
+from nsjax.losses.max_affine_certificate import Pieces, max_affine_dual_certificate
 
 
 @jax.tree_util.register_dataclass
@@ -24,10 +25,28 @@ class MulticlassHinge(MulticlassLabels, Loss):
     search of Alg. 5 applies. The oracle (eq. 41) picks, among the maximum-loss labels
     Z_i*, the one steepest along P.
 
+    Duality: each example's loss is a maximum of K affine pieces of its scores, the piece of
+    label z with offset Δ(z, z_i) and slope e_z − e_{z_i} (times Δ(z, z_i) for slack
+    rescaling), so a score-space dual point is u_i = Σ_z α_iz · slope_z / n for α_i in the
+    simplex (eqs. 38–39), and α is determined by u (`conjugate`). The end-of-run certificate
+    (`dual_certificate`) fits α on a band around each example's maximum.
+
     Args:
         delta: (K, K) label loss with delta[z, z'] = Δ(z, z') ≥ 0 and zero diagonal; None
             is the uniform margin Δ = 1 off the diagonal (Crammer and Singer).
         rescaling: "margin" (eq. 35) or "slack".
+
+    Example:
+        >>> import jax.numpy as jnp, nsjax
+        >>> X = jnp.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]); y = [0, 1, 2]
+        >>> prob = nsjax.Problem(nsjax.losses.MulticlassHinge(), nsjax.regularizers.L2(0.1),
+        ...                      X, y)
+        >>> W = prob.zeros(); S = prob.scores(W)
+        >>> float(prob.value(W, S))  # every example loses Δ = 1 at W = 0
+        1.0
+        >>> lower, _ = prob.dual_certificate(W, S)
+        >>> bool(lower <= prob.value(W, S))
+        True
     """
 
     delta: jax.Array | None = None
@@ -89,3 +108,50 @@ class MulticlassHinge(MulticlassLabels, Loss):
         """K lines per example along S + η dS (eq. 43)."""
         n = S.shape[0]
         return snap_to_max(self._values(S, y)) / n, self._slopes(S, dS, y) / n
+
+    def _pieces(self, S, y):
+        """The K affine pieces of each example (`Pieces`): offset Δ(z, z_i), slope
+        e_z − e_{z_i} (times Δ(z, z_i) for slack); the true label's piece is neutral."""
+        return Pieces(offsets=self._values(jnp.zeros_like(S), y),
+                      slopes=lambda dS: self._slopes(S, dS, y),
+                      dual=lambda weights: self._score_grad(S, y, weights),
+                      neutral=jax.nn.one_hot(y, S.shape[1], dtype=bool))
+
+    def _dual_weights(self, u, y):
+        """(α, inside): the piece weights α_iz (z ≠ z_i) with u_i = Σ_z α_iz · slope_z / n,
+        and whether u is in dom R* up to `active_tol`: α ≥ 0, Σ_{z≠z_i} α_iz ≤ 1, Σ_z u_iz = 0
+        and, for slack rescaling, u_iz = 0 where Δ(z, z_i) = 0 (z ≠ z_i)."""
+        n, K = u.shape
+        nu = n * u
+        off = ~jax.nn.one_hot(y, K, dtype=bool)
+        eps = active_tol(jnp.ones((), u.dtype))
+        if self.rescaling == "margin":
+            alpha = jnp.where(off, nu, 0.0)
+            flat = jnp.zeros(u.shape, bool)
+        else:
+            D = self._delta(u, y)
+            alpha = jnp.where(off & (D > 0), nu / jnp.where(D > 0, D, 1.0), 0.0)
+            flat = off & (D <= 0)  # pieces equal to the true label's: no weight to carry
+        total = jnp.sum(nu, axis=1)
+        inside = (jnp.all(alpha >= -eps) & jnp.all(jnp.sum(alpha, axis=1) <= 1 + eps)
+                  & jnp.all(jnp.abs(total) <= eps * jnp.maximum(1.0, jnp.sum(jnp.abs(nu), 1)))
+                  & jnp.all(jnp.where(flat, jnp.abs(nu) <= eps, True)))
+        return alpha, inside
+
+    def conjugate(self, u, y):
+        """R*(u) = −Σ_i Σ_{z≠z_i} α_iz Δ(z, z_i) / n for the weights α that u determines
+        (margin: α_iz = n u_iz; slack: n u_iz / Δ(z, z_i), so R*(u) = −Σ_{z≠z_i} u_iz), +inf
+        outside the domain (within `active_tol`, as `Hinge.conjugate`)."""
+        alpha, inside = self._dual_weights(u, y)
+        return jnp.where(inside, -jnp.sum(alpha * self._delta(u, y)) / u.shape[0], jnp.inf)
+
+    def dual_scale_limit(self, u, y):
+        """R*(s u) = s R*(u) while s Σ_{z≠z_i} α_iz ≤ 1 (the rest of the weight sits on the
+        true label's piece, which is 0): the largest such s."""
+        alpha, _ = self._dual_weights(u, y)
+        return 1.0 / jnp.maximum(jnp.max(jnp.sum(alpha, axis=1)), jnp.finfo(u.dtype).tiny)
+
+    def dual_certificate(self, problem, w, S):
+        """A tight lower bound on min J near W, and the products with X or Xᵀ it spent: the
+        band fit of `nsjax.losses.max_affine_certificate` on the K pieces per example."""
+        return max_affine_dual_certificate(problem, w, S, self._pieces(S, problem.y))

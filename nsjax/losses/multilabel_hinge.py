@@ -9,6 +9,7 @@ import jax.numpy as jnp
 
 from nsjax.losses.base import Loss, snap_to_max
 from nsjax.losses.labels import MultilabelLabels, checked_delta
+from nsjax.losses.max_affine_certificate import Pieces, max_affine_dual_certificate
 
 
 @jax.tree_util.register_dataclass
@@ -23,9 +24,28 @@ class MultilabelHinge(MultilabelLabels, Loss):
     pairs outside the label structure are masked with offset −inf), and the oracle (eq. 53)
     picks a single steepest worst pair.
 
+    Duality: a score-space dual point is u_i = Σ_{(z,z')} γ_izz' (e_z' − e_z) / n with γ_i in
+    the simplex over the example's pairs (eq. 53), but u does not determine γ: R*(u) is the
+    least −Σ γ Δ / n over the decompositions of u, a linear program, so this loss gives no
+    ``conjugate`` (`Problem.dual_value` then needs the scores at which u is a subgradient).
+    The end-of-run certificate (`dual_certificate`) keeps γ and computes its dual value
+    from γ directly (`nsjax.losses.max_affine_certificate`).
+
     Args:
         delta: (K, K) label loss, delta[z', z] = Δ(z', z) ≥ 0, zero diagonal; None is the
             uniform margin τ = 1.
+
+    Example:
+        >>> import jax.numpy as jnp, nsjax
+        >>> X = jnp.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> prob = nsjax.Problem(nsjax.losses.MultilabelHinge(), nsjax.regularizers.L2(0.1),
+        ...                      X, [[0], [1, 2], [2]])
+        >>> W = prob.zeros(); S = prob.scores(W)
+        >>> float(prob.value(W, S))  # every example's worst pair loses τ = 1 at W = 0
+        1.0
+        >>> lower, _ = prob.dual_certificate(W, S)
+        >>> bool(lower <= prob.value(W, S))
+        True
     """
 
     delta: jax.Array | None = None
@@ -77,3 +97,17 @@ class MultilabelHinge(MultilabelLabels, Loss):
         """Up to K² lines per example along S + η dS (eq. 54), masked pairs at −inf."""
         n = S.shape[0]
         return snap_to_max(self._values(S, Y)) / n, self._slopes(dS, Y) / n
+
+    def _pieces(self, S, Y):
+        """The K² pair pieces of each example (`Pieces`): offset Δ(z', z), slope e_z' − e_z,
+        masked outside the label structure; the pairs (z, z), z ∈ Z_i, are neutral."""
+        n, K = S.shape
+        return Pieces(offsets=self._values(jnp.zeros_like(S), Y),
+                      slopes=lambda dS: self._slopes(dS, Y),
+                      dual=lambda weights: self._score_grad(S, weights),
+                      neutral=(Y[:, :, None] & jnp.eye(K, dtype=bool)[None]).reshape(n, K * K))
+
+    def dual_certificate(self, problem, w, S):
+        """A tight lower bound on min J near W, and the products with X or Xᵀ it spent: the
+        band fit of `nsjax.losses.max_affine_certificate` on the pairs of each example."""
+        return max_affine_dual_certificate(problem, w, S, self._pieces(S, problem.y))

@@ -165,7 +165,7 @@ class Hybrid(Solver):
         return state._replace(core=core, bundle=bundle, t=state.t + 1)
 
     def postprocess(self, problem, state: HybridState, best, result, tol):
-        """The loss's tight end-of-run certificate (the hinge), if the gap is still open."""
+        """The loss's tight end-of-run certificate (the hinges), if the gap is still open."""
         if not (self.sublbfgs.certify and problem.has_dual_certificate):
             return state, best, result
         return certify_at_end(problem, state, best, result, tol)

@@ -65,7 +65,13 @@ def solve_simplex_qp(Q, b, lam, mask, alpha0, iterations=500):
         return x_new, y_new, t_new
 
     x, _, _ = jax.lax.fori_loop(0, iterations, body, (x0, x0, jnp.ones((), Q.dtype)))
-    return _polish(Qm, bm, lam, mask, x, f)
+    alpha = _polish(Qm, bm, lam, mask, x, f)
+    # Exactly on the simplex: D(α) is a certified lower bound only there. (With λ huge
+    # against ‖Q‖ the gradient steps are huge and the projection's rounding leaves it.)
+    alpha = jnp.where(mask, jnp.maximum(alpha, 0.0), 0.0)
+    total = jnp.sum(alpha)
+    uniform = (mask / jnp.maximum(jnp.sum(mask), 1)).astype(alpha.dtype)
+    return jnp.where(total > 0, alpha / jnp.where(total > 0, total, 1.0), uniform)
 
 
 def _equality_qp(Qm, bm, lam, free):

@@ -67,7 +67,7 @@ class SubLBFGS(Solver):
         certified_subgradient: take g_{t+1} as the subgradient the exact line search
             certifies (g_{t+1}ᵀp_t = 0), which keeps sᵀy > 0; False takes the loss's
             default subgradient (β = ½ on hinges).
-        certify: where the loss has a tight certificate (the hinge) and the loop ends
+        certify: where the loss has a tight certificate (the hinges) and the loop ends
             without a certified gap ≤ tol, spend at most 4 · (2 · 50 + 3) products with X or
             Xᵀ on one tighter dual point (`nsjax.losses.hinge_certificate`; counted in
             stats["matvecs"]).
@@ -217,7 +217,7 @@ class SubLBFGS(Solver):
         return result != RESULTS.running, result.astype(jnp.int32)
 
     def postprocess(self, problem, state: SubQNState, best, result, tol):
-        """Where the loss has a tight certificate (the hinge) and the run is not yet
+        """Where the loss has a tight certificate (the hinges) and the run is not yet
         certified, tighten the lower bound with it (``certify``)."""
         if not (self.certify and problem.has_dual_certificate):
             return state, best, result
