@@ -11,9 +11,13 @@ one compiled loop with one history and one certified gap:
   R(Xv) ≥ ⟨Xᵀū, v⟩ − R*(ū) (`Problem.dual_cut`), and its cut alone gives the dual value
   D(ū) that the step reports. The last ``capacity`` of these cuts are kept, at no extra
   product with X.
-- The switch, when the certified gap stops shrinking: it has not fallen below ``ratio``
-  times its value ``window`` steps earlier, or subLBFGS failed (no descent direction, a
-  failed line search).
+- The switch, when subLBFGS slows down: at its pace over the last ``window`` steps (J's
+  mean decrease per step), J would need more than ``horizon`` steps to fall by the
+  certified gap; or subLBFGS failed (no descent direction, a failed line search). Not "when
+  the gap stops shrinking": subLBFGS's own gap is loose (10–90 % of J on the sparse
+  benchmark set at λ ≤ 1e-5 while J is within 1e-3 of J*), so that rule would switch at
+  the first window, also where subLBFGS is still fast. Why subLBFGS's tail stalls:
+  `benchmarks/sublbfgs_tail.py` (memory smaller than the rank of the margin set).
 - Phase 2, BMRM with the exact line search (`BMRM(line_search="exact")`, paper 000 Sec. 7.4)
   from the current iterate, its bundle warm-started with phase 1's cuts: its model is
   faithful at once, and its dual starts at least at the best D(ū) (each single cut is a
