@@ -36,7 +36,7 @@ from nsjax.results import RESULTS
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.base import Core, Solver
 from nsjax.solvers.bmrm import BMRM, BundleState, check_bundle_problem
-from nsjax.solvers.sublbfgs import SubLBFGS, SubQNState, certify_at_end
+from nsjax.solvers.sublbfgs import PendingUpdate, SubLBFGS, SubQNState, certify_at_end
 
 
 class HybridState(NamedTuple):
@@ -126,17 +126,21 @@ class Hybrid(Solver):
         # Both phases start by putting the pending cut into the bundle (phase 1: the cut
         # of the previous step's direction finding, without the Gram matrix).
         bundle = bmrm.insert(state.bundle, gram=state.phase == 1)
-        # The cut buffer A stays out of the branches (read-only there): a conditional that
-        # returns it would make XLA copy it at every step.
-        A = bundle.A
-        state = state._replace(bundle=bundle._replace(A=None))
-        state = jax.lax.cond(state.phase == 0,
-                             lambda s: self._quasi_newton_step(problem, s, A),
-                             lambda s: self._bundle_step(problem, s, A, bmrm), state)
-        return state._replace(bundle=state.bundle._replace(A=A))
+        # The big buffers, the cuts A and subLBFGS's memory, stay out of the branches
+        # (read-only there) and are written after them: a conditional that returns them
+        # makes XLA copy them at every step.
+        A, mem = bundle.A, state.sub.mem
+        state = state._replace(bundle=bundle._replace(A=None),
+                               sub=state.sub._replace(mem=None))
+        state, pending = jax.lax.cond(
+            state.phase == 0, lambda s: self._quasi_newton_step(problem, s, A, mem),
+            lambda s: self._bundle_step(problem, s, A, bmrm), state)
+        sub = self.sublbfgs.commit(state.sub._replace(mem=mem), pending)
+        return state._replace(bundle=state.bundle._replace(A=A), sub=sub)
 
-    def _quasi_newton_step(self, problem, state: HybridState, A) -> HybridState:
-        sub, d = self.sublbfgs.advance(problem, state.sub)
+    def _quasi_newton_step(self, problem, state: HybridState, A, mem):
+        sub, d, pending = self.sublbfgs.propose(problem, state.sub._replace(mem=mem))
+        sub = sub._replace(mem=None)
         # Direction finding's ū at w_t, as the next cut.
         a, b = problem.dual_cut(d.ubar, state.sub.S, d.gbar - d.rbar)
         bundle = state.bundle._replace(cut_a=a, cut_b=b)
@@ -153,7 +157,7 @@ class Hybrid(Solver):
         t = state.t + 1
         switched_at = jnp.where(switch, t, state.switched_at)
         core = _core(sub.core, bundle.core, phase, switched_at)
-        return HybridState(core, sub, bundle, phase, lower, recent, t, switched_at)
+        return HybridState(core, sub, bundle, phase, lower, recent, t, switched_at), pending
 
     def _enter_bundle(self, problem, sub: SubQNState, bundle: BundleState, A) -> BundleState:
         """Phase 2's start at subLBFGS's iterate (the bundle state without A)."""
@@ -163,10 +167,13 @@ class Hybrid(Solver):
             core, sub.S, bundle.cut_a, bundle.cut_b, A, bundle.b, bundle.valid,
             bundle.age)._replace(A=None)
 
-    def _bundle_step(self, problem, state: HybridState, A, bmrm) -> HybridState:
+    def _bundle_step(self, problem, state: HybridState, A, bmrm):
         bundle = bmrm.iterate(problem, state.bundle._replace(A=A))._replace(A=None)
         core = _core(state.sub.core, bundle.core, state.phase, state.switched_at)
-        return state._replace(core=core, bundle=bundle, t=state.t + 1)
+        w = state.sub.core.w
+        no_update = PendingUpdate(jnp.zeros_like(w), jnp.zeros_like(w), jnp.array(False),
+                                  jnp.array(False))
+        return state._replace(core=core, bundle=bundle, t=state.t + 1), no_update
 
     def postprocess(self, problem, state: HybridState, best, result, tol):
         """The loss's tight end-of-run certificate (the hinges), if the gap is still open."""

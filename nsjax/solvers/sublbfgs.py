@@ -30,9 +30,19 @@ from nsjax.solvers._options import solver_options
 from nsjax.solvers.base import Core, Solver, converged, count, counters
 from nsjax.solvers.direction import find_direction
 from nsjax.solvers.line_search import ExactLineSearch, WolfeLineSearch
-from nsjax.solvers.memory import DenseBFGSMemory, LBFGSMemory
+from nsjax.solvers.memory import DenseBFGSMemory, LBFGSMemory, curvature_ok
 
 STALL_WINDOW = 5
+
+
+class PendingUpdate(NamedTuple):
+    """A memory update left for `SubLBFGS.commit`: store (s, y) if ``accept`` (and the
+    curvature allows), then forget every pair if ``restart``."""
+
+    s: jax.Array
+    y: jax.Array
+    accept: jax.Array
+    restart: jax.Array
 
 
 class SubQNState(NamedTuple):
@@ -160,6 +170,20 @@ class SubLBFGS(Solver):
     def advance(self, problem, state: SubQNState):
         """One step of Alg. 1: (the next state, the `Direction` found at w_t), so that a
         caller (the hybrid) can reuse direction finding's aggregated subgradient."""
+        new, d, pending = self.propose(problem, state)
+        return self.commit(new, pending), d
+
+    def commit(self, state: SubQNState, pending: PendingUpdate) -> SubQNState:
+        """The memory update that `propose` left pending."""
+        memory = self.quasi_newton_memory()
+        mem, _ = memory.update(state.mem, pending.s, pending.y, accept=pending.accept)
+        return state._replace(mem=memory.reset(mem, pending.restart))
+
+    def propose(self, problem, state: SubQNState):
+        """One step of Alg. 1 up to the memory update: (the next state, still with the old
+        memory; the `Direction`; the `PendingUpdate`). Split so that a caller that runs
+        the step inside a branch (the hybrid) can write the (m, d) memory outside it: a
+        branch that returns it makes XLA copy it at every step."""
         memory = self.quasi_newton_memory()
         w, S = state.core.w, state.S
         d = find_direction(problem, memory, state.mem, w, S, state.g, state.u, state.g_reg,
@@ -180,12 +204,12 @@ class SubLBFGS(Solver):
                                                                   ls.theta)
         else:
             g_new, u_new, g_reg_new = problem.subgradient(w_new, S_new)
-        mem, skipped = memory.update(state.mem, w_new - w, g_new - state.g, accept=move)
+        pair = (w_new - w, g_new - state.g)
+        skipped = ~curvature_ok(*pair)  # the memory skips such a pair
         fresh = state.fresh & ~(move & ~skipped)
         # No descent direction under the learned metric: forget it (B = I) and try again
         # before giving up; a kink-polluted memory is the usual cause near the optimum.
         restart = ~d.ok & ~state.fresh
-        mem = memory.reset(mem, restart)
         fresh = fresh | restart
 
         status = jnp.where(
@@ -199,9 +223,10 @@ class SubLBFGS(Solver):
                       skipped_updates=move & skipped, restarts=restart)
         return SubQNState(
             core=Core(w_new, value, lower, stats), S=S_new, g=g_new, u=u_new, g_reg=g_reg_new,
-            mem=mem, fresh=fresh, recent=jnp.concatenate([state.recent[1:], value[None]]),
+            mem=state.mem, fresh=fresh,
+            recent=jnp.concatenate([state.recent[1:], value[None]]),
             status=status.astype(jnp.int32),
-        ), d
+        ), d, PendingUpdate(*pair, move, restart)
 
     def terminate(self, problem, state: SubQNState, best, tol):
         """(done, result): the certified gap, then failures, then the stall rule."""
