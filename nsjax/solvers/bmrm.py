@@ -39,12 +39,14 @@ class BundleState(NamedTuple):
     S: jax.Array  # X w_t
     cut_a: jax.Array  # the cut at w_t, not yet in the bundle
     cut_b: jax.Array
+    cut_q: jax.Array  # (capacity,) ⟨a_i, cut_a⟩ against the bundle as it stands (0 off valid)
     A: jax.Array  # (capacity, *w.shape) cut gradients
     b: jax.Array  # (capacity,) cut offsets
     Q: jax.Array  # (capacity, capacity) Gram matrix ⟨a_i, a_j⟩
     valid: jax.Array  # (capacity,) slots in use
     age: jax.Array  # (capacity,) insertion order of each cut (larger: newer)
     alpha: jax.Array  # (capacity,) dual weights of the last QP
+    Aalpha: jax.Array  # Σ α_i a_i of the last QP (what an aggregation writes)
 
 
 def check_bundle_problem(problem, name):
@@ -115,31 +117,37 @@ class BMRM(Solver):
         ``age``): any minorants of R, e.g. another solver's subgradients (the hybrid).
         ``core.stats`` must hold BMRM's counters."""
         axes = tuple(range(1, A.ndim))
-        Q = jax.lax.cond(jnp.any(valid), lambda: jnp.tensordot(A, A, axes=(axes, axes)),
-                         lambda: jnp.zeros((self.capacity,) * 2, A.dtype))
+        c = self.capacity
+        Q, q = jax.lax.cond(
+            jnp.any(valid),
+            lambda: (jnp.tensordot(A, A, axes=(axes, axes)), self.gram_row(A, valid, cut_a)),
+            lambda: (jnp.zeros((c, c), A.dtype), jnp.zeros(c, A.dtype)))
         Q = jnp.where(valid[:, None] & valid[None, :], Q, 0.0)
-        return BundleState(core=core, S=S, cut_a=cut_a, cut_b=cut_b, A=A, b=b, Q=Q,
-                           valid=valid, age=age, alpha=jnp.zeros(self.capacity, A.dtype))
+        return BundleState(core=core, S=S, cut_a=cut_a, cut_b=cut_b, cut_q=q, A=A, b=b, Q=Q,
+                           valid=valid, age=age, alpha=jnp.zeros(c, A.dtype),
+                           Aalpha=jnp.zeros_like(cut_a))
 
-    def insert(self, state: BundleState, gram=True) -> BundleState:
+    def insert(self, state: BundleState) -> BundleState:
         """Put the pending cut into the bundle, making room first if it is full.
 
-        The (capacity, d) buffer A is only written in place (no branch returns it): a
-        conditional that passes it through would make XLA copy it at every step.
-        ``gram`` (a bool, or a traced one): update the Gram matrix Q; the hybrid skips it
-        while it only collects cuts and computes Q once when it switches (`warm_start`).
+        Reads no more of A than its row 0 and has no conditional: the cut's Gram row
+        (``cut_q``) and the aggregate (``Aalpha``) were computed when A was last read
+        (`iterate`). The (capacity, d) buffer A is only written in place: a conditional
+        that reads it before it is written makes XLA copy it at every step (measured in
+        the hybrid's HLO).
         """
         A, b, Q, valid, age, alpha = state.A, state.b, state.Q, state.valid, state.age, state.alpha
+        a, q = state.cut_a, state.cut_q
         full = jnp.all(valid)
         inactive = valid & (alpha <= 0)
         aggregate = full & ~jnp.any(inactive)
         first = jnp.arange(self.capacity) == 0
         # Every cut active: aggregate the bundle into slot 0 (Σ α_i a_i, Σ α_i b_i). The
         # other rows of A are left as they are: they are off `valid`, so never read.
-        row0 = jax.lax.cond(aggregate, lambda: jnp.tensordot(alpha, A, axes=1), lambda: A[0])
-        A = A.at[0].set(row0)
+        A = A.at[0].set(jnp.where(aggregate, state.Aalpha, A[0]))
         Q = jnp.where(aggregate, jnp.where(first[:, None] & first[None, :], alpha @ Q @ alpha,
                                            0.0), Q)
+        q = jnp.where(aggregate, jnp.where(first, jnp.vdot(state.Aalpha, a), 0.0), q)
         b = jnp.where(aggregate, jnp.where(first, alpha @ b, 0.0), b)
         valid = jnp.where(aggregate, first, valid)
         alpha = jnp.where(aggregate, first.astype(alpha.dtype), alpha)
@@ -148,18 +156,8 @@ class BMRM(Solver):
         oldest_inactive = jnp.argmin(jnp.where(inactive, age, big))
         free_slot = jnp.argmin(valid)
         slot = jnp.where(full & ~aggregate, oldest_inactive, free_slot)
-        a = state.cut_a
-
-        def gram_row():
-            q = jnp.where(valid, jnp.tensordot(A, a, axes=a.ndim), 0.0)
-            return q.at[slot].set(jnp.vdot(a, a))
-
-        if isinstance(gram, bool):
-            q = gram_row() if gram else None
-        else:
-            q = jax.lax.cond(gram, gram_row, lambda: jnp.zeros_like(b))
-        if q is not None:
-            Q = Q.at[slot, :].set(q).at[:, slot].set(q)
+        q = jnp.where(valid, q, 0.0).at[slot].set(jnp.vdot(a, a))
+        Q = Q.at[slot, :].set(q).at[:, slot].set(q)
         A = A.at[slot].set(a)
         b = b.at[slot].set(state.cut_b)
         valid = valid.at[slot].set(True)
@@ -206,5 +204,11 @@ class BMRM(Solver):
             value, a, cut_b = problem.cut(w_new, S_new)
         stats = count(state.core.stats, matvecs=2)
         return state._replace(core=Core(w_new, value, dual, stats), S=S_new, cut_a=a,
-                              cut_b=cut_b, alpha=alpha)
+                              cut_b=cut_b, cut_q=self.gram_row(A, valid, a), alpha=alpha,
+                              Aalpha=Aalpha)
+
+    @staticmethod
+    def gram_row(A, valid, a):
+        """⟨a_i, a⟩ for the bundle's cuts (0 off ``valid``)."""
+        return jnp.where(valid, jnp.tensordot(A, a, axes=a.ndim), 0.0)
 

@@ -124,8 +124,9 @@ class Hybrid(Solver):
     def step(self, problem, state: HybridState) -> HybridState:
         bmrm = self.bundle_solver(problem)
         # Both phases start by putting the pending cut into the bundle (phase 1: the cut
-        # of the previous step's direction finding, without the Gram matrix).
-        bundle = bmrm.insert(state.bundle, gram=state.phase == 1)
+        # of the previous step's direction finding; its Gram matrix, not kept up to date
+        # in phase 1, is computed once at the switch).
+        bundle = bmrm.insert(state.bundle)
         # The big buffers, the cuts A and subLBFGS's memory, stay out of the branches
         # (read-only there) and are written after them: a conditional that returns them
         # makes XLA copy them at every step.
