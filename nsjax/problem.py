@@ -11,6 +11,8 @@ X p serves the oracle and the line search alike.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -105,7 +107,8 @@ class Problem:
         self.y, self.classes = loss.encode_labels(y, n, dt, classes)
         self.num_outputs = loss.num_outputs(self.classes)
         self.loss = loss.prepare(n, self.num_outputs, dt)
-        self.reg = reg.with_strength(_strength(reg.strength, dt, _strength_name(reg)))
+        self.reg = _cast_parameters(
+            reg.with_strength(_strength(reg.strength, dt, _strength_name(reg))), dt)
 
     def __repr__(self):
         n, d = self.X.shape
@@ -267,10 +270,60 @@ class Problem:
         b = -self.loss.conjugate(u, self.y)
         return Xtu, jnp.where(jnp.isfinite(b), b, b_here)
 
+    # -- the split J = f + μ‖·‖₁ of the orthant-wise L1 methods (OWL-QN, OBA) -----------
+    @property
+    def smooth_loss(self) -> bool:
+        """Whether R is differentiable, so that f = R(X·) + the regularizer's smooth part is."""
+        return bool(getattr(self.loss, "smooth", False))
+
+    @property
+    def l1_weight(self):
+        """μ of the μ‖w‖₁ part of λΩ (0 for L2)."""
+        return self.reg.l1_weight()
+
+    def value_change(self, w, S, x, Sx):
+        """J(x) − J(w) from the scores S = X w, Sx = X x, computed term by term where the
+        loss and regularizer know how (``risk_change``, ``value_change``), so that
+        decreases far below J's rounding are still resolved."""
+        if hasattr(self.loss, "risk_change"):
+            risk = self.loss.risk_change(S, Sx, self.y)
+        else:
+            risk = self.loss.risk(Sx, self.y) - self.loss.risk(S, self.y)
+        return risk + self.reg.value_change(w, x)
+
+    def smooth_value(self, w, S):
+        """f(w) = R(S) + the smooth part of λΩ, from the scores S = X w."""
+        return self.loss.risk(S, self.y) + self.reg.smooth_value(w)
+
+    def smooth_grad(self, w, S):
+        """(∇f(w), u) with u = ∇R(S): ∇f = Xᵀu + ∇(smooth part of λΩ)."""
+        u = self.loss.dscores(S, self.y)
+        return self.rmv(u) + self.reg.smooth_grad(w), u
+
+    def curvature(self, S):
+        """The score-space Hessian of R as something `hvp` takes: its diagonal where the
+        loss gives it (`curvature`), else S itself (differentiated in `hvp`)."""
+        if hasattr(self.loss, "curvature"):
+            return self.loss.curvature(S, self.y)
+        return S
+
+    def hvp(self, curvature, v):
+        """∇²f(w) v = Xᵀ ∇²R(S) X v + the smooth part's Hessian times v (two products with
+        X), with ``curvature`` from `curvature` (Xᵀ D X v for the logistic and squared
+        losses; `jax.jvp` of ``dscores`` otherwise)."""
+        dS = self.scores(v)
+        if hasattr(self.loss, "curvature"):
+            HdS = curvature * dS
+        else:
+            HdS = jax.jvp(lambda s: self.loss.dscores(s, self.y), (curvature,), (dS,))[1]
+        return self.rmv(HdS) + self.reg.smooth_hvp(v)
+
     def dual_value(self, u, *, S=None, Xtu=None):
         """A lower bound on min J from a score-space dual point u.
 
-        Fenchel duality: D(u) = −R*(u) − (λΩ)*(−Xᵀu) ≤ J* for every u. Where the loss
+        Fenchel duality: D(u) = −R*(u) − (λΩ)*(−Xᵀu) ≤ J* for every u. Where the loss has
+        a conjugate and the regularizer an L1 part, u is scaled by the largest s ≤ 1 with
+        ‖s Xᵀu‖∞ ≤ μ (`Regularizer.feasible_scale`, ``dual_points``). Where the loss
         gives no conjugate, u must lie in ∂R(S) (as every aggregated subgradient of
         direction finding does) and S must be given: then R*(u) = ⟨u, S⟩ − R(S). Where
         R*(s u) = s R*(u) on the dual box (the hinge), the best scalar s is taken at no
@@ -283,10 +336,25 @@ class Problem:
         """
         Xtu = self.rmv(u) if Xtu is None else Xtu
         if hasattr(self.loss, "conjugate"):
-            rstar = self.loss.conjugate(u, self.y)
-        elif S is None:
+            # Also s u, scaled into the box where the regularizer's conjugate is finite or
+            # flat (‖s Xᵀu‖∞ ≤ μ for L1 and the elastic net; s = 1 for L2): the usual
+            # scaling of a smooth loss's gradient into the dual-feasible set (issue 10).
+            bounds = []
+            if self.reg.dual_points in ("scaled", "both"):
+                s = self.reg.feasible_scale(-Xtu)
+                bounds.append(self._dual_value(s * u, s * Xtu, S))
+            if self.reg.dual_points in ("as is", "both"):
+                bounds.append(self._dual_value(u, Xtu, S))
+            return functools.reduce(jnp.fmax, bounds)
+        if S is None:
             raise ValueError(f"{type(self.loss).__name__} has no conjugate: dual_value needs "
                              "the scores S at which u is a subgradient.")
+        return self._dual_value(u, Xtu, S)
+
+    def _dual_value(self, u, Xtu, S):
+        """D(u), improved by the best scalar multiple where the loss allows it."""
+        if hasattr(self.loss, "conjugate"):
+            rstar = self.loss.conjugate(u, self.y)
         else:
             rstar = jnp.vdot(u, S) - self.loss.risk(S, self.y)
         base = -rstar - self.reg.conjugate(-Xtu)
@@ -376,6 +444,17 @@ def check_real_scalar(x, name, example, many=""):
     if arr.dtype.kind not in "iuf":
         raise TypeError(what)
     return arr.astype(np.float64)
+
+
+def _cast_parameters(reg, dtype):
+    """The regularizer's other parameters (ElasticNet's λ) checked like its strength and
+    held in ``dtype``, so that they are traced leaves of a stable dtype."""
+    name = _strength_name(reg)
+    if not dataclasses.is_dataclass(reg):
+        return reg
+    changes = {f.name: _strength(getattr(reg, f.name), dtype, f.name)
+               for f in dataclasses.fields(reg) if f.name != name}
+    return dataclasses.replace(reg, **changes)
 
 
 def _strength_name(reg) -> str:

@@ -3,7 +3,11 @@
 A regularizer is a pytree (a frozen dataclass registered with JAX) whose strength is a
 leaf, traced inside compiled code, so `nsjax.sweep` can vmap over it. It implements the
 `Regularizer` interface; `Problem` accepts any object that does (and names what is missing
-otherwise). Only `L2` exists so far; L1, ElasticNet and Entropy come with their solvers.
+otherwise). `L2`, `L1` and `ElasticNet` exist; Entropy comes with its solvers.
+
+Every regularizer splits as λΩ(w) = (smooth part)(w) + μ‖w‖₁ (`smooth_value`,
+`smooth_grad`, `smooth_hvp`, `l1_weight`): the orthant-wise L1 methods (OWL-QN, OBA) model
+the smooth part and treat μ‖w‖₁ exactly.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+
+from nsjax.losses.base import active_tol, snap_to_max
 
 
 class RegularizerLine(NamedTuple):
@@ -45,6 +51,11 @@ class Regularizer(abc.ABC):
     quadratic: ClassVar[bool] = False
     #: True where `line` is exact (a quadratic plus lines), so the exact line search applies.
     has_lines: ClassVar[bool] = False
+    #: True where λΩ has a μ‖w‖₁ part (`l1_weight`): the orthant-wise methods' domain.
+    has_l1: ClassVar[bool] = False
+    #: Which dual points `Problem.dual_value` tries for a u: "as is", "scaled" (s u with
+    #: s = `feasible_scale`, where the conjugate is finite only on a box: L1) or "both".
+    dual_points: ClassVar[str] = "as is"
 
     @property
     def strength(self):
@@ -58,6 +69,12 @@ class Regularizer(abc.ABC):
     @abc.abstractmethod
     def value(self, w):
         """λΩ(w)."""
+
+    def value_change(self, w, x):
+        """λΩ(x) − λΩ(w), computed so that a change far below λΩ's rounding is still
+        resolved (the L1 methods' sufficient-decrease tests near the optimum). Default:
+        the plain difference."""
+        return self.value(x) - self.value(w)
 
     @abc.abstractmethod
     def subgradient(self, w):
@@ -85,6 +102,28 @@ class Regularizer(abc.ABC):
         closed form, else −inf. Used to improve a dual point u by the best scalar multiple
         where R*(s u) = s R*(u) (the hinge; see `Problem.dual_value`)."""
         return jnp.full_like(rstar, -jnp.inf)
+
+    def feasible_scale(self, v):
+        """An s in (0, 1] that makes (λΩ)*(−s v) finite and small: `Problem.dual_value` also
+        tries the dual point s u, so that any u (the gradient of a smooth loss, say) gives a
+        finite lower bound (L1: the largest s with ‖s v‖∞ ≤ μ; L2: 1)."""
+        return jnp.ones((), v.dtype)
+
+    def l1_weight(self):
+        """μ of the μ‖w‖₁ part of λΩ (0 where there is none)."""
+        return jnp.zeros_like(jnp.asarray(self.strength))
+
+    @abc.abstractmethod
+    def smooth_value(self, w):
+        """λΩ(w) − μ‖w‖₁: the smooth part."""
+
+    @abc.abstractmethod
+    def smooth_grad(self, w):
+        """The gradient of the smooth part at w."""
+
+    @abc.abstractmethod
+    def smooth_hvp(self, v):
+        """The smooth part's Hessian times v (a constant Hessian for every regularizer here)."""
 
     @abc.abstractmethod
     def mirror_map(self, w):
@@ -122,6 +161,9 @@ class L2(Regularizer):
     def value(self, w):
         return 0.5 * self.lam * jnp.vdot(w, w)
 
+    def value_change(self, w, x):
+        return 0.5 * self.lam * jnp.vdot(x - w, x + w)
+
     def subgradient(self, w):
         return self.lam * w
 
@@ -144,6 +186,15 @@ class L2(Regularizer):
         safe = jnp.where(self.lam > 0, self.lam, 1.0)
         return jnp.where(self.lam > 0, sq / (2 * safe), jnp.where(sq > 0, jnp.inf, 0.0))
 
+    def smooth_value(self, w):
+        return self.value(w)
+
+    def smooth_grad(self, w):
+        return self.lam * w
+
+    def smooth_hvp(self, v):
+        return self.lam * v
+
     def scaled_dual(self, rstar, v, s_max):
         """−s r − s²‖v‖²/(2λ) is a concave quadratic in s: its maximizer, clipped."""
         lam, sq = self.lam, jnp.vdot(v, v)
@@ -159,7 +210,215 @@ class L2(Regularizer):
         return z
 
 
+def soft_threshold(v, t):
+    """sign(v) · max(|v| − t, 0), the prox of t‖·‖₁ (with its sign: paper 002 writes the
+    ISTA step without it)."""
+    return jnp.sign(v) * jnp.maximum(jnp.abs(v) - t, 0.0)
+
+
+def min_norm_subgradient(w, grad, mu):
+    """The minimum-norm element of grad + ∂(μ‖·‖₁)(w) (paper 002, eq. 4; OWL-QN's
+    pseudo-gradient): grad + μ sign(w) off zero; at w_i = 0 the point of
+    [grad_i − μ, grad_i + μ] nearest 0."""
+    at_zero = jnp.sign(grad) * jnp.maximum(jnp.abs(grad) - mu, 0.0)
+    return jnp.where(w != 0, grad + mu * jnp.sign(w), at_zero)
+
+
+def _at_kink(w):
+    """Coordinates that count as 0 (a kink of |w_j|): within `active_tol` of it, as the
+    losses' kinks (an exact line search puts w_j on 0 only up to rounding)."""
+    return jnp.abs(w) <= active_tol(w)
+
+
+def _l1_argsup(mu, w, p):
+    """(g, ⟨g, p⟩) for the g ∈ ∂(μ‖·‖₁)(w) maximizing ⟨g, p⟩: μ sign(w_j) off the kinks,
+    μ sign(p_j) on them (paper 000, Sec. 7.3)."""
+    g = mu * jnp.where(_at_kink(w), jnp.sign(p), jnp.sign(w))
+    return g, jnp.vdot(g, p)
+
+
+def _l1_lines(mu, w, p):
+    """μ|w_j + η p_j| = max(μ(w_j + η p_j), −μ(w_j + η p_j)): two lines per coordinate."""
+    wf, pf = w.reshape(-1), p.reshape(-1)
+    b = snap_to_max(mu * jnp.stack([wf, -wf], axis=1))
+    return b, mu * jnp.stack([pf, -pf], axis=1)
+
+
+def _l1_feasible_scale(mu, v):
+    """min(1, μ/‖v‖∞), shrunk by 2 eps so that s‖v‖∞ ≤ μ holds after rounding."""
+    top = jnp.max(jnp.abs(v))
+    eps = jnp.finfo(v.dtype).eps
+    s = mu / jnp.where(top > 0, top, 1.0) * (1 - 2 * eps)
+    return jnp.where(top > 0, jnp.minimum(1.0, s), 1.0).astype(v.dtype)
+
+
+def _l1_conjugate(mu, v):
+    """(μ‖·‖₁)* = the indicator of ‖v‖∞ ≤ μ."""
+    return jnp.where(jnp.max(jnp.abs(v)) <= mu, 0.0, jnp.inf).astype(v.dtype)
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class L1(Regularizer):
+    """μ ‖w‖₁ (paper 000, eq. 55; paper 002, eq. 1).
+
+    Args:
+        mu: the strength μ ≥ 0 (`sweep` varies it: a μ-path).
+
+    Nonsmooth where some w_j = 0; its restriction to a line is two lines per coordinate,
+    so the exact line search applies with piecewise-linear losses (the hinge). Its
+    conjugate is the indicator of ‖v‖∞ ≤ μ: dual points are scaled into that box
+    (`feasible_scale`) to give certified gaps for any loss with a conjugate.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from nsjax.regularizers import L1
+        >>> reg = L1(0.5)
+        >>> float(reg.value(jnp.array([2.0, -1.0]))), reg.prox(jnp.array([2.0, -0.3]), 1.0)
+        (1.5, Array([ 1.5, -0. ], dtype=float32))
+    """
+
+    mu: jax.Array | float
+
+    strength_name: ClassVar[str] = "mu"
+    has_lines: ClassVar[bool] = True
+    has_l1: ClassVar[bool] = True
+    dual_points: ClassVar[str] = "scaled"
+
+    def value(self, w):
+        return self.mu * jnp.sum(jnp.abs(w))
+
+    def value_change(self, w, x):
+        return self.mu * jnp.sum(jnp.abs(x) - jnp.abs(w))
+
+    def subgradient(self, w):
+        """μ sign(w): the minimum-norm element of ∂(μ‖·‖₁)(w)."""
+        return self.mu * jnp.sign(w)
+
+    def argsup(self, w, p):
+        return _l1_argsup(self.mu, w, p)
+
+    def line(self, w, p) -> RegularizerLine:
+        b, a = _l1_lines(self.mu, w, p)
+        zero = jnp.zeros((), w.dtype)
+        return RegularizerLine(zero, zero, b, a)
+
+    def prox(self, v, step):
+        return soft_threshold(v, step * self.mu)
+
+    def conjugate(self, v):
+        return _l1_conjugate(self.mu, v)
+
+    def feasible_scale(self, v):
+        return _l1_feasible_scale(self.mu, v)
+
+    def scaled_dual(self, rstar, v, s_max):
+        """−s r over 0 ≤ s ≤ min(s_max, μ/‖v‖∞): linear in s, so an end point."""
+        top = jnp.max(jnp.abs(v))
+        eps = jnp.finfo(v.dtype).eps
+        s_hi = jnp.minimum(s_max, self.mu / jnp.where(top > 0, top, 1.0) * (1 - 2 * eps))
+        s = jnp.where(top > 0, s_hi, s_max)
+        return jnp.where(jnp.isfinite(rstar), jnp.maximum(0.0, -s * rstar), -jnp.inf)
+
+    def l1_weight(self):
+        return self.mu
+
+    def smooth_value(self, w):
+        return jnp.zeros((), w.dtype)
+
+    def smooth_grad(self, w):
+        return jnp.zeros_like(w)
+
+    def smooth_hvp(self, v):
+        return jnp.zeros_like(v)
+
+    def mirror_map(self, w):
+        return w
+
+    def inverse_mirror_map(self, z):
+        return z
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class ElasticNet(Regularizer):
+    """μ ‖w‖₁ + λ/2 ‖w‖² (paper 003, Example 6, eq. 52, in its regularized form).
+
+    Args:
+        mu: the L1 strength μ ≥ 0: the strength `sweep` varies.
+        lam: the L2 strength λ ≥ 0 (fixed along a sweep; checked and cast by `Problem`
+            like the strength).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from nsjax.regularizers import ElasticNet
+        >>> reg = ElasticNet(mu=1.0, lam=2.0)
+        >>> float(reg.value(jnp.array([1.0, -1.0]))), float(reg.conjugate(jnp.array([3.0])))
+        (4.0, 1.0)
+    """
+
+    mu: jax.Array | float
+    lam: jax.Array | float = 0.0
+
+    strength_name: ClassVar[str] = "mu"
+    has_lines: ClassVar[bool] = True
+    has_l1: ClassVar[bool] = True
+    dual_points: ClassVar[str] = "both"
+
+    def value(self, w):
+        return self.mu * jnp.sum(jnp.abs(w)) + 0.5 * self.lam * jnp.vdot(w, w)
+
+    def value_change(self, w, x):
+        return (self.mu * jnp.sum(jnp.abs(x) - jnp.abs(w))
+                + 0.5 * self.lam * jnp.vdot(x - w, x + w))
+
+    def subgradient(self, w):
+        return self.mu * jnp.sign(w) + self.lam * w
+
+    def argsup(self, w, p):
+        g, gp = _l1_argsup(self.mu, w, p)
+        return g + self.lam * w, gp + self.lam * jnp.vdot(w, p)
+
+    def line(self, w, p) -> RegularizerLine:
+        b, a = _l1_lines(self.mu, w, p)
+        return RegularizerLine(self.lam * jnp.vdot(w, p), self.lam * jnp.vdot(p, p), b, a)
+
+    def prox(self, v, step):
+        return soft_threshold(v, step * self.mu) / (1.0 + step * self.lam)
+
+    def conjugate(self, v):
+        """Σ_j (|v_j| − μ)₊² / (2λ); for λ = 0, L1's (the indicator of ‖v‖∞ ≤ μ)."""
+        excess = jnp.maximum(jnp.abs(v) - self.mu, 0.0)
+        safe = jnp.where(self.lam > 0, self.lam, 1.0)
+        return jnp.where(self.lam > 0, jnp.vdot(excess, excess) / (2 * safe),
+                         _l1_conjugate(self.mu, v))
+
+    def feasible_scale(self, v):
+        """L1's (where the conjugate's quadratic excess vanishes; `Problem.dual_value`
+        also tries s = 1)."""
+        return _l1_feasible_scale(self.mu, v)
+
+    def l1_weight(self):
+        return self.mu
+
+    def smooth_value(self, w):
+        return 0.5 * self.lam * jnp.vdot(w, w)
+
+    def smooth_grad(self, w):
+        return self.lam * w
+
+    def smooth_hvp(self, v):
+        return self.lam * v
+
+    def mirror_map(self, w):
+        return w
+
+    def inverse_mirror_map(self, z):
+        return z
+
+
 #: What `Problem` needs of a regularizer.
 REQUIRED = ("value", "subgradient", "argsup", "line", "prox", "conjugate", "scaled_dual",
-            "mirror_map", "inverse_mirror_map", "strength", "with_strength", "quadratic",
-            "has_lines")
+            "feasible_scale", "dual_points", "has_l1", "l1_weight", "smooth_value", "smooth_grad",
+            "smooth_hvp", "mirror_map", "inverse_mirror_map", "strength", "with_strength",
+            "quadratic", "has_lines")

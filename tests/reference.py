@@ -11,17 +11,22 @@ def hinge_objective(w, X, y, lam):
     return 0.5 * lam * w @ w + np.mean(np.maximum(0.0, 1.0 - y * (X @ w)))
 
 
-def cvxpy_optimum(X, y, lam, loss="hinge"):
-    """min_w λ/2‖w‖² + mean(loss(y x_iᵀw)) by Clarabel at tight tolerances."""
+def cvxpy_optimum(X, y, lam, loss="hinge", reg="l2", mu=0.0):
+    """min_w reg(w) + mean(loss(y x_iᵀw)) by Clarabel at tight tolerances: reg "l2" is
+    λ/2‖w‖², "l1" λ‖w‖₁, "elasticnet" μ‖w‖₁ + λ/2‖w‖². Loss "squared": (1/2n)‖Xw − y‖²."""
     X = X.toarray() if sp.issparse(X) else np.asarray(X)
     n, d = X.shape
     w = cp.Variable(d)
     margins = cp.multiply(y, X @ w)
     if loss == "hinge":
         risk = cp.sum(cp.pos(1 - margins)) / n
+    elif loss == "squared":
+        risk = cp.sum_squares(X @ w - y) / (2 * n)
     else:
         risk = cp.sum(cp.logistic(-margins)) / n
-    prob = cp.Problem(cp.Minimize(0.5 * lam * cp.sum_squares(w) + risk))
+    penalty = {"l2": 0.5 * lam * cp.sum_squares(w), "l1": lam * cp.norm1(w),
+               "elasticnet": mu * cp.norm1(w) + 0.5 * lam * cp.sum_squares(w)}[reg]
+    prob = cp.Problem(cp.Minimize(penalty + risk))
     prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12,
                max_iter=500)
     return prob.value, w.value

@@ -21,7 +21,7 @@ S = nsjax.solvers
 class Entry(NamedTuple):
     name: str
     solver: Solver
-    losses: tuple = ("hinge", "logistic")
+    losses: tuple = ("hinge", "logistic")  # problem kinds, see test_invariants.KINDS
     rtol: float = 1e-6  # relative error to the cvxpy optimum it must reach
     max_steps: int = 2000
 
@@ -36,6 +36,9 @@ REGISTRY = [
     Entry("SubBFGS", S.SubBFGS()),
     Entry("BMRM", S.BMRM()),
     Entry("BMRM-exact", S.BMRM(line_search="exact"), ("hinge",)),
+    # The L1 family (issue 10) on L1-regularized logistic regression.
+    Entry("OWLQN", S.OWLQN(), ("logistic-l1",)),
+    Entry("OWLQNStar", S.OWLQNStar(), ("logistic-l1",)),
     # O(1/(λε)) steps: 1e-5 in 2000 steps on these problems.
     Entry("LineSearchBMRM", S.LineSearchBMRM(), rtol=1e-4),
     # O(log t/(λt)): 5e-4 on the hinge in 2000 steps.

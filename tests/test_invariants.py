@@ -18,21 +18,30 @@ import nsjax
 from nsjax import RESULTS
 from nsjax.loop import _run_jit, _sweep_jit
 
-LOSSES = {"hinge": nsjax.losses.Hinge, "logistic": nsjax.losses.Logistic}
+# Problem kinds a registry entry may name: (loss, regularizer class, its default strength).
+KINDS = {"hinge": (nsjax.losses.Hinge, nsjax.regularizers.L2, 0.1),
+         "logistic": (nsjax.losses.Logistic, nsjax.regularizers.L2, 0.1),
+         # μ small enough that w* ≠ 0 on these problems (‖Xᵀ∇R(0)‖∞ ≈ 0.1–0.3).
+         "logistic-l1": (nsjax.losses.Logistic, nsjax.regularizers.L1, 0.02)}
 ENTRIES = [pytest.param(e, id=e.name) for e in REGISTRY]
 OPTIMUM_CASES = [pytest.param(e, loss, seed, id=f"{e.name}-{loss}-{seed}")
                  for e in REGISTRY for loss in e.losses for seed in range(2)]
 
 
-def _problem(loss="hinge", seed=0, n=80, d=8, lam=0.1, dtype=None):
+def _problem(kind="hinge", seed=0, n=80, d=8, lam=None, dtype=None):
+    """A seeded problem of a kind; ``lam`` in units of the kind's default strength."""
+    loss, reg, strength = KINDS[kind]
     X, y, _ = random_binary(seed + 100, n, d)
-    return nsjax.Problem(LOSSES[loss](), nsjax.regularizers.L2(lam), X, y, dtype=dtype)
+    return nsjax.Problem(loss(), reg(strength * (1.0 if lam is None else lam / 0.1)), X, y,
+                         dtype=dtype)
 
 
 @functools.cache
-def _optimum(loss, seed):
+def _optimum(kind, seed):
+    loss, reg, strength = KINDS[kind]
     X, y, _ = random_binary(seed + 100, 80, 8)
-    return cvxpy_optimum(X, y, 0.1, loss=loss)[0]
+    name = "l1" if reg is nsjax.regularizers.L1 else "l2"
+    return cvxpy_optimum(X, y, strength, loss=loss.__name__.lower(), reg=name)[0]
 
 
 def _signature(tree):
@@ -105,6 +114,7 @@ def test_sweep_equals_solve(entry):
     # differently, and on a kinked loss that can send runs down different paths.
     prob = _problem(entry.losses[-1], n=50, d=6)
     lams = [0.05, 0.2, 1.0]
+    lams = [lam * float(prob.lam) / 0.1 for lam in lams]  # in the kind's units
     sols = nsjax.sweep(prob, lams, entry.solver, max_steps=400, tol=1e-9)
     assert sols.w.shape == (3, 6)
     for i, lam in enumerate(lams):

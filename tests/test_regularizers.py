@@ -22,7 +22,8 @@ from nsjax.solvers import ExactLineSearch
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class AbsL1(Regularizer):
-    """μ‖w‖₁, only as much as these tests need (the real L1 comes with OWL-QN)."""
+    """μ‖w‖₁ written from the abstract interface alone (`nsjax.regularizers.L1` is the
+    real one): Problem must accept any implementation."""
 
     mu: jax.Array | float
     strength_name: ClassVar[str] = "mu"
@@ -50,6 +51,15 @@ class AbsL1(Regularizer):
 
     def conjugate(self, v):
         return jnp.where(jnp.max(jnp.abs(v)) <= self.mu * (1 + 1e-12), 0.0, jnp.inf)
+
+    def smooth_value(self, w):
+        return jnp.zeros((), w.dtype)
+
+    def smooth_grad(self, w):
+        return jnp.zeros_like(w)
+
+    def smooth_hvp(self, v):
+        return jnp.zeros_like(v)
 
     def mirror_map(self, w):
         return w

@@ -5,5 +5,7 @@ from nsjax.losses.logistic import Logistic
 from nsjax.losses.max_affine import MaxAffine
 from nsjax.losses.multiclass_hinge import MulticlassHinge
 from nsjax.losses.multilabel_hinge import MultilabelHinge
+from nsjax.losses.squared import Squared
 
-__all__ = ["Hinge", "Logistic", "MaxAffine", "MulticlassHinge", "MultilabelHinge"]
+__all__ = ["Hinge", "Logistic", "MaxAffine", "MulticlassHinge", "MultilabelHinge",
+           "Squared"]

@@ -10,6 +10,11 @@ R(S). Every loss subclasses `Loss` and gives
 
 and may give
 
+- ``smooth = True`` (a class attribute) where R is differentiable, so that the
+  orthant-wise L1 methods (OWL-QN, OBA) apply, and then ``curvature(S, y)``: the diagonal
+  of ∇²R(S) where the Hessian is diagonal in score space (Xᵀ D X products for Newton-CG;
+  otherwise `Problem.hvp` differentiates ``dscores``);
+
 - ``lines(S, dS, y)``: offsets b and slopes a, shape (n, r), with R(S + η dS) =
   Σ_i max_j (b_ij + η a_ij) for η ≥ 0 (paper 000, eq. 33): the exact line search needs them;
 - ``conjugate(u, y)``: R*(u), for duality gaps from any dual point;
@@ -37,6 +42,9 @@ from nsjax.losses.labels import check_length
 
 class Loss:
     """Base of every loss: no labels (``y=None``) and one score per example by default."""
+
+    #: True where R is differentiable (the orthant-wise L1 solvers need it).
+    smooth = False
 
     @property
     def has_lines(self) -> bool:

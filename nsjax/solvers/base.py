@@ -49,6 +49,28 @@ def converged(value, gap, tol):
     return gap <= tol * jnp.maximum(1.0, jnp.abs(value))
 
 
+#: The paper's stall rule (paper 000, Sec. 7; Andrew and Gao) averages J's decrease over
+#: this many steps.
+STALL_WINDOW = 5
+
+
+def terminate_or_stall(value, recent, status, best, tol, stall_tol, floor=None):
+    """(done, result) for a descent method: successful on the certified gap (`converged`),
+    else the failure in ``status``, else `RESULTS.stalled` when J's relative decrease
+    averaged over the last `STALL_WINDOW` steps (``recent``: J, or a running total of its
+    changes, at the last window + 1 steps, oldest first) is below ``stall_tol``, raised
+    to ``floor`` (default: machine epsilon, the resolution of J itself)."""
+    decrease = (recent[0] - recent[-1]) / STALL_WINDOW
+    floor = jnp.finfo(value.dtype).eps if floor is None else floor
+    stall_tol = jnp.maximum(stall_tol, floor)
+    stalled = decrease <= stall_tol * jnp.maximum(jnp.abs(value), jnp.finfo(value.dtype).tiny)
+    result = jnp.where(
+        converged(best.value, best.gap, tol), RESULTS.successful,
+        jnp.where(status != RESULTS.running, status,
+                  jnp.where(stalled, RESULTS.stalled, RESULTS.running)))
+    return result != RESULTS.running, result.astype(jnp.int32)
+
+
 def counters(**start) -> dict:
     """A stats dict of int32 counters, e.g. ``counters(matvecs=2, restarts=0)``."""
     return {k: jnp.asarray(v, jnp.int32) for k, v in start.items()}

@@ -27,12 +27,18 @@ import jax.numpy as jnp
 
 from nsjax.results import RESULTS
 from nsjax.solvers._options import solver_options
-from nsjax.solvers.base import Core, Solver, converged, count, counters
+from nsjax.solvers.base import (
+    STALL_WINDOW,
+    Core,
+    Solver,
+    converged,
+    count,
+    counters,
+    terminate_or_stall,
+)
 from nsjax.solvers.direction import find_direction
 from nsjax.solvers.line_search import ExactLineSearch, WolfeLineSearch
 from nsjax.solvers.memory import DenseBFGSMemory, LBFGSMemory, curvature_ok
-
-STALL_WINDOW = 5
 
 
 class PendingUpdate(NamedTuple):
@@ -230,16 +236,8 @@ class SubLBFGS(Solver):
 
     def terminate(self, problem, state: SubQNState, best, tol):
         """(done, result): the certified gap, then failures, then the stall rule."""
-        value = state.core.value
-        eps = jnp.finfo(value.dtype).eps
-        decrease = (state.recent[0] - state.recent[-1]) / STALL_WINDOW
-        stall_tol = jnp.maximum(self.stall_tol, eps)
-        stalled = decrease <= stall_tol * jnp.maximum(jnp.abs(value), jnp.finfo(value.dtype).tiny)
-        result = jnp.where(
-            converged(best.value, best.gap, tol), RESULTS.successful,
-            jnp.where(state.status != RESULTS.running, state.status,
-                      jnp.where(stalled, RESULTS.stalled, RESULTS.running)))
-        return result != RESULTS.running, result.astype(jnp.int32)
+        return terminate_or_stall(state.core.value, state.recent, state.status, best, tol,
+                                  self.stall_tol)
 
     def postprocess(self, problem, state: SubQNState, best, result, tol):
         """Where the loss has a tight certificate (the hinges) and the run is not yet
