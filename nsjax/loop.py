@@ -77,14 +77,14 @@ def default_solver(problem) -> Solver:
     """What `solve`, `sweep` and `solve_batch` use when no solver is given: the
     `Hybrid` (subLBFGS, then the exact-line-search BMRM; it ends with a closed certified
     gap) where its bundle phase applies (the L2 regularizer and λ > 0, or λ traced);
-    `OWLQN` for a smooth loss with an L1 part (L1, ElasticNet); else `SubLBFGS`."""
-    from nsjax.solvers import OWLQN, Hybrid, SubLBFGS
+    `OBA` for a smooth loss with an L1 part (L1, ElasticNet); else `SubLBFGS`."""
+    from nsjax.solvers import OBA, Hybrid, SubLBFGS
 
     lam = problem.lam
     if problem.quadratic_regularizer and (is_traced(lam) or float(lam) > 0):
         return Hybrid()
     if problem.smooth_loss and problem.reg.has_l1:
-        return OWLQN()
+        return OBA()
     return SubLBFGS()
 
 

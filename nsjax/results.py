@@ -51,9 +51,10 @@ class RESULTS(enum.IntEnum):
         5, "The objective decreases without bound along a direction (eta* = inf); "
         "add regularization (lam > 0).")
     stalled = (
-        6, "The objective's relative change averaged over 5 iterations fell below stall_tol "
-        "before the certified gap reached tol; try BMRM(line_search='exact'), or a larger "
-        "memory.")
+        6, "The solver stopped making progress (the objective's change averaged over 5 "
+        "iterations fell below stall_tol, or rounding) before the certified gap reached tol; "
+        "try another solver (the default of nsjax.solve, or BMRM(line_search='exact') for "
+        "the hinge), float64, or a looser tol.")
 
     @property
     def is_failure(self) -> bool:

@@ -37,6 +37,7 @@ REGISTRY = [
     Entry("BMRM", S.BMRM()),
     Entry("BMRM-exact", S.BMRM(line_search="exact"), ("hinge",)),
     # The L1 family (issue 10) on L1-regularized logistic regression.
+    Entry("OBA", S.OBA(), ("logistic-l1", "logistic")),
     Entry("OWLQN", S.OWLQN(), ("logistic-l1",)),
     Entry("OWLQNStar", S.OWLQNStar(), ("logistic-l1",)),
     # O(1/(λε)) steps: 1e-5 in 2000 steps on these problems.

@@ -154,7 +154,8 @@ def test_dual_value_of_any_point_is_a_lower_bound():
 
 # -- the solvers against independent references ---------------------------------------
 @pytest.mark.parametrize("mu", [1e-2, 1e-3])
-@pytest.mark.parametrize("solver", [S.OWLQN(), S.OWLQNStar()], ids=["OWLQN", "OWLQNStar"])
+@pytest.mark.parametrize("solver", [S.OBA(), S.OWLQN(), S.OWLQNStar()],
+                         ids=["OBA", "OWLQN", "OWLQNStar"])
 def test_matches_liblinear_on_breast_cancer(solver, mu):
     X, y = _breast_cancer()
     n = len(y)
@@ -177,7 +178,9 @@ def test_matches_liblinear_on_breast_cancer(solver, mu):
     np.testing.assert_array_equal(np.asarray(sol.w)[~big] == 0, np.abs(w_ref[~big]) == 0)
 
 
-@pytest.mark.parametrize(("solver", "alpha"), [(S.OWLQN(), 0.1)], ids=["OWLQN-0.1"])
+@pytest.mark.parametrize(("solver", "alpha"), [(S.OWLQN(), 0.1), (S.OBA(), 0.1),
+                                               (S.OBA(), 0.01)],
+                         ids=["OWLQN-0.1", "OBA-0.1", "OBA-0.01"])
 def test_lasso_matches_scikit_learn(solver, alpha):
     """Squared + L1 is scikit-learn's Lasso objective (1/2n)‖y − Xw‖² + α‖w‖₁. (OWL-QN's
     sign-aligned steps need thousands of steps at α ≤ 0.03 on these collinear columns,
@@ -226,7 +229,7 @@ def test_random_subgradients_break_owlqn_not_owlqn_star(seed):
 def test_default_solve_of_an_l1_problem_is_certified():
     X, y = _breast_cancer()
     prob = nsjax.Problem(nsjax.losses.Logistic(), L1(1e-2), X, y)
-    assert isinstance(nsjax.loop.default_solver(prob), S.OWLQN)
+    assert isinstance(nsjax.loop.default_solver(prob), S.OBA)
     sol = nsjax.solve(prob)
     assert sol.result == RESULTS.successful
     assert float(sol.gap) <= 1e-6 * max(1.0, float(sol.value))

@@ -8,12 +8,13 @@ from nsjax.solvers.hybrid import Hybrid
 from nsjax.solvers.line_search import ExactLineSearch, WolfeLineSearch
 from nsjax.solvers.ls_bmrm import LineSearchBMRM
 from nsjax.solvers.memory import DenseBFGSMemory, LBFGSMemory
+from nsjax.solvers.oba import OBA
 from nsjax.solvers.owlqn import OWLQN
 from nsjax.solvers.owlqn_star import OWLQNStar
 from nsjax.solvers.sublbfgs import SubBFGS, SubLBFGS
 
 __all__ = [
     "BMRM", "Best", "Core", "DenseBFGSMemory", "ExactLineSearch", "Hybrid", "LBFGSMemory",
-    "LineSearchBMRM", "OWLQN", "OWLQNStar", "Solver", "SubBFGS", "SubLBFGS",
+    "LineSearchBMRM", "OBA", "OWLQN", "OWLQNStar", "Solver", "SubBFGS", "SubLBFGS",
     "WolfeLineSearch", "solver_options",
 ]
