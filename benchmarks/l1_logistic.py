@@ -911,6 +911,11 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"comma-separated subset of {','.join(PROBLEMS)}")
     parser.add_argument("--cap", type=float, default=480.0,
                         help="--big: wall-clock cap per method and (problem, mu), s")
+    parser.add_argument("--mus", default=None,
+                        help="comma-separated mu values replacing each problem's two")
+    parser.add_argument("--name", default="l1_logistic",
+                        help="base name of the JSON and PNG (default l1_logistic), e.g. to "
+                             "keep a separate --big run")
     parser.add_argument("--out", type=Path, default=HERE / "results",
                         help="folder for l1_logistic.json (default: benchmarks/results)")
     parser.add_argument("--png", type=Path, default=None,
@@ -929,7 +934,9 @@ def main(argv: list[str] | None = None) -> None:
     big = "oba5000" in keys
     targets = BIG_TARGETS if big else TARGETS
     suffix = "_quick" if args.quick else ""
-    png = args.png or HERE / f"l1_logistic{suffix}.png"
+    png = args.png or HERE / f"{args.name}{suffix}.png"
+    mus_override = (tuple(float(m) for m in args.mus.split(",") if m.strip())
+                    if args.mus else None)
     args.out.mkdir(parents=True, exist_ok=True)
 
     start = time.perf_counter()
@@ -946,6 +953,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for key in keys:
             label, mus = PROBLEMS[key]
+            mus = mus_override or mus
             X, y = load(key)
             data_info[label] = worker.set_data(X, y)
             pcaps = big_caps(args.cap) if key == "oba5000" else caps
@@ -987,7 +995,7 @@ def main(argv: list[str] | None = None) -> None:
         "total_time_s": time.perf_counter() - start,
         "table": lines, "notes": notes, "results": results,
     }
-    json_path = args.out / f"l1_logistic{suffix}.json"
+    json_path = args.out / f"{args.name}{suffix}.json"
     json_path.write_text(json.dumps(jsonable(payload, ("prob", "solver", "method", "w", "_w")),
                                     indent=1))
     plot(results, targets, png)

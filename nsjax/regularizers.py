@@ -274,8 +274,10 @@ class L1(Regularizer):
         >>> import jax.numpy as jnp
         >>> from nsjax.regularizers import L1
         >>> reg = L1(0.5)
-        >>> float(reg.value(jnp.array([2.0, -1.0]))), reg.prox(jnp.array([2.0, -0.3]), 1.0)
-        (1.5, Array([ 1.5, -0. ], dtype=float32))
+        >>> float(reg.value(jnp.array([2.0, -1.0])))
+        1.5
+        >>> [float(x) for x in reg.prox(jnp.array([2.0, -0.3]), 1.0)]  # soft-threshold
+        [1.5, -0.0]
     """
 
     mu: jax.Array | float
