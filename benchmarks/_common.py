@@ -379,3 +379,26 @@ def jsonable(obj: Any, drop: tuple[str, ...]) -> Any:
     if isinstance(obj, (np.integer, np.bool_)):
         return obj.item()
     return obj
+
+
+# ----------------------------------------------------------------------------------------
+# Peers' autodiff through nsjax's products
+# ----------------------------------------------------------------------------------------
+
+
+@jax.custom_vjp
+def scores(prob: nsjax.Problem, w: jax.Array) -> jax.Array:
+    """``prob.scores(w)`` (X w) with ``prob.rmv`` (Xᵀ) as its VJP, so that a peer
+    differentiating J (optax, jaxopt) uses the same sparse products as nsjax."""
+    return prob.scores(w)
+
+
+def _scores_fwd(prob, w):
+    return prob.scores(w), prob
+
+
+def _scores_bwd(prob, ct):
+    return None, prob.rmv(ct)
+
+
+scores.defvjp(_scores_fwd, _scores_bwd)

@@ -155,6 +155,7 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     rel_subopt,
     run_method,
     save_figure,
+    scores,
     style_axes,
     subplots,
     switch_note,
@@ -221,27 +222,10 @@ def objective(w: np.ndarray, X: Any, y: np.ndarray, lam: float) -> float:
     return float(0.5 * lam * (w @ w) + np.mean(np.maximum(0.0, margins)))
 
 
-@jax.custom_vjp
-def _scores(prob: nsjax.Problem, w: jax.Array) -> jax.Array:
-    """``prob.scores(w)`` (X w) with ``prob.rmv`` (X^T) as its VJP."""
-    return prob.scores(w)
-
-
-def _scores_fwd(prob, w):
-    return prob.scores(w), prob
-
-
-def _scores_bwd(prob, ct):
-    return None, prob.rmv(ct)
-
-
-_scores.defvjp(_scores_fwd, _scores_bwd)
-
-
 def jax_objective(w: jax.Array, data: nsjax.Problem) -> jax.Array:
     """J(w) = ``data.value(w, X w)``; the Problem ``data`` (optax's name for the extra
     argument) is an argument, never closed over: closed over, XLA would constant-fold X."""
-    return data.value(w, _scores(data, w))
+    return data.value(w, scores(data, w))
 
 
 @jax.jit

@@ -154,6 +154,7 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     rel_subopt,
     run_method,
     save_figure,
+    scores,
     style_axes,
     subplots,
     time_to_step,
@@ -444,26 +445,9 @@ def sweep_time_to(fits: list[dict], j_star: float, target: float) -> dict | None
 # ----------------------------------------------------------------------------------------
 
 
-@jax.custom_vjp
-def _scores(prob: nsjax.Problem, w: jax.Array) -> jax.Array:
-    """``prob.scores(w)`` (X w) with ``prob.rmv`` (X^T) as its VJP."""
-    return prob.scores(w)
-
-
-def _scores_fwd(prob, w):
-    return prob.scores(w), prob
-
-
-def _scores_bwd(prob, ct):
-    return None, prob.rmv(ct)
-
-
-_scores.defvjp(_scores_fwd, _scores_bwd)
-
-
 def smooth_part(w: jax.Array, prob: nsjax.Problem) -> jax.Array:
     """f(w) = (1/n) sum log(1 + exp(-y Xw)): the Problem is an argument, never closed over."""
-    return prob.smooth_value(w, _scores(prob, w))
+    return prob.smooth_value(w, scores(prob, w))
 
 
 def _fista_solver() -> Any:
