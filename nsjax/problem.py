@@ -300,6 +300,11 @@ class Problem:
         u = self.loss.dscores(S, self.y)
         return self.rmv(u) + self.reg.smooth_grad(w), u
 
+    def smooth_dual_value(self, w, grad, u):
+        """`dual_value` of u = ∇R(Xw) given ∇f(w) (``grad``): Xᵀu = ∇f − the regularizer's
+        smooth gradient, so the bound costs no product with X (the L1 methods' gap)."""
+        return self.dual_value(u, Xtu=grad - self.reg.smooth_grad(w))
+
     def curvature(self, S):
         """The score-space Hessian of R as something `hvp` takes: its diagonal where the
         loss gives it (`curvature`), else S itself (differentiated in `hvp`)."""
@@ -447,13 +452,20 @@ def check_real_scalar(x, name, example, many=""):
 
 
 def _cast_parameters(reg, dtype):
-    """The regularizer's other parameters (ElasticNet's λ) checked like its strength and
-    held in ``dtype``, so that they are traced leaves of a stable dtype."""
+    """The regularizer's other numeric parameters (ElasticNet's λ) checked like its
+    strength and held in ``dtype``, so that they are traced leaves of a stable dtype
+    (other fields, a user's string or bool option say, are left as they are)."""
     name = _strength_name(reg)
     if not dataclasses.is_dataclass(reg):
         return reg
+
+    def numeric(v):
+        return (not isinstance(v, (bool, np.bool_, str, bytes)) and v is not None
+                and np.ndim(v) == 0 and (is_traced(v) or np.asarray(v).dtype.kind in "iuf"))
+
     changes = {f.name: _strength(getattr(reg, f.name), dtype, f.name)
-               for f in dataclasses.fields(reg) if f.name != name}
+               for f in dataclasses.fields(reg)
+               if f.name != name and numeric(getattr(reg, f.name))}
     return dataclasses.replace(reg, **changes)
 
 

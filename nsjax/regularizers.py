@@ -224,6 +224,17 @@ def min_norm_subgradient(w, grad, mu):
     return jnp.where(w != 0, grad + mu * jnp.sign(w), at_zero)
 
 
+def orthant(w, g):
+    """The orthant ξ of the orthant-wise L1 methods: sign(w_i) off zero, sign(−g_i) on the
+    zero coordinates, g a (pseudo-)gradient (OWL-QN; paper 002, eq. 12)."""
+    return jnp.where(w != 0, jnp.sign(w), jnp.sign(-g))
+
+
+def project_orthant(x, xi):
+    """P_ξ(x): x with the coordinates whose sign differs from ξ set to 0 (paper 002, eq. 13)."""
+    return jnp.where(jnp.sign(x) == xi, x, 0.0)
+
+
 def _at_kink(w):
     """Coordinates that count as 0 (a kink of |w_j|): within `active_tol` of it, as the
     losses' kinks (an exact line search puts w_j on 0 only up to rounding)."""

@@ -75,6 +75,18 @@ def test_regularizer_parts_against_brute_force(reg):
     assert float(reg.feasible_scale(0.01 * v)) == 1.0
 
 
+def test_l1_scaled_dual_against_a_grid():
+    """max over 0 ≤ s ≤ s_max of −s r − (μ‖·‖₁)*(−s v): the hinge's best scalar multiple."""
+    v = jnp.asarray([0.5, -2.0, 1.0])
+    for mu, r, s_max in ((0.4, -0.3, 1.0), (0.4, -0.3, 0.1), (0.4, 0.2, 1.0), (5.0, -1.0, 2.0)):
+        grid = np.linspace(0.0, s_max, 100_001)
+        feasible = grid * 2.0 <= mu
+        brute = np.max(-grid[feasible] * r)
+        got = float(L1(mu).scaled_dual(jnp.asarray(r), v, s_max))
+        assert got == pytest.approx(brute, abs=1e-4 * max(1.0, abs(brute)))
+        assert got <= brute + 1e-12  # never above the true maximum
+
+
 def test_min_norm_subgradient_and_soft_threshold_against_brute_force():
     rng = np.random.default_rng(1)
     w = jnp.asarray([0.0, 0.0, 0.0, 2.0, -1.0])
@@ -134,6 +146,13 @@ def test_problem_refuses_bad_l1_input():
             nsjax.solve(hinge, solver)
     with pytest.raises(ValueError, match="memory"):
         S.OWLQN(memory=0)
+    # A regularizer that does not declare its L1 part (the test-only AbsL1) is refused:
+    # these methods would model it as smooth.
+    from test_regularizers import AbsL1
+    logistic_abs = nsjax.Problem(nsjax.losses.Logistic(), AbsL1(0.1), X, y)
+    for solver in (S.OBA(), S.OWLQN()):
+        with pytest.raises(ValueError, match="split into a smooth part"):
+            nsjax.solve(logistic_abs, solver)
 
 
 def test_dual_value_of_any_point_is_a_lower_bound():

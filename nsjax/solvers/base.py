@@ -71,6 +71,22 @@ def terminate_or_stall(value, recent, status, best, tol, stall_tol, floor=None):
     return result != RESULTS.running, result.astype(jnp.int32)
 
 
+def check_l1_problem(problem, name):
+    """The orthant-wise L1 methods model f = R(X·) + the smooth part of λΩ and treat
+    μ‖w‖₁ exactly: they need a smooth loss and a regularizer that is that split (L1,
+    ElasticNet, or L2 with μ = 0)."""
+    if not problem.smooth_loss:
+        raise ValueError(
+            f"{name} needs a smooth loss (Logistic, Squared); "
+            f"{type(problem.loss).__name__} is not differentiable. For the hinge use "
+            "SubLBFGS() (any regularizer), or BMRM() with L2.")
+    if not (problem.reg.has_l1 or problem.reg.quadratic):
+        raise ValueError(
+            f"{name} needs the regularizer split into a smooth part and μ‖w‖₁ (L1, "
+            f"ElasticNet or L2); {type(problem.reg).__name__} does not declare it "
+            "(has_l1 / l1_weight): use SubLBFGS().")
+
+
 def counters(**start) -> dict:
     """A stats dict of int32 counters, e.g. ``counters(matvecs=2, restarts=0)``."""
     return {k: jnp.asarray(v, jnp.int32) for k, v in start.items()}

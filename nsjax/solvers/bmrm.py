@@ -132,9 +132,10 @@ class BMRM(Solver):
 
         Reads no more of A than its row 0 and has no conditional: the cut's Gram row
         (``cut_q``) and the aggregate (``Aalpha``) were computed when A was last read
-        (`iterate`). The (capacity, d) buffer A is only written in place: a conditional
-        that reads it before it is written makes XLA copy it at every step (measured in
-        the hybrid's HLO).
+        (`iterate`, or `warm_start`). The hybrid's phase 1 inserts cuts whose ``cut_q`` is
+        stale, so Q is wrong until its switch, where `warm_start` rebuilds it. The
+        (capacity, d) buffer A is only written in place: a conditional that reads it before
+        it is written makes XLA copy it at every step (measured in the hybrid's HLO).
         """
         A, b, Q, valid, age, alpha = state.A, state.b, state.Q, state.valid, state.age, state.alpha
         a, q = state.cut_a, state.cut_q

@@ -99,10 +99,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from nsjax.regularizers import min_norm_subgradient, soft_threshold
+from nsjax.regularizers import min_norm_subgradient, orthant, project_orthant, soft_threshold
 from nsjax.results import RESULTS
 from nsjax.solvers._options import solver_options
-from nsjax.solvers.base import Core, Solver, converged, count, counters
+from nsjax.solvers.base import Core, Solver, check_l1_problem, converged, count, counters
 
 #: Rounding allowance of the acceptance tests φ ≤ Γ, in units of eps·|φ(w)|.
 ROUNDING_ULPS = 16
@@ -148,7 +148,7 @@ def select_free(w, g, grad, mu, tau):
     rank = jnp.argsort(order).astype(jnp.int32)  # the inverse permutation: i's place in order
     tau_hat = jnp.minimum(jnp.sum(U, dtype=jnp.int32), tau)
     UF = U & (rank < tau_hat).reshape(w.shape)
-    zeta = jnp.where(F, jnp.sign(w), jnp.sign(-g))
+    zeta = orthant(w, g)
     return F | UF, UF, zeta
 
 
@@ -232,7 +232,7 @@ def projected_model_search(problem, curv, w, grad, mu, step: SubspaceStep, zeta,
 
     def trial(alpha):
         x = w + alpha * d
-        xp = jnp.where(jnp.sign(x) == zeta, x, 0.0)
+        xp = project_orthant(x, zeta)
         s = xp - w
         clipped = jnp.any(xp != x)
         sHs = jax.lax.cond(clipped,
@@ -420,11 +420,7 @@ class OBA(Solver):
                              f"{self.lipschitz_safety!r}.")
 
     def check(self, problem):
-        if not problem.smooth_loss:
-            raise ValueError(
-                f"OBA needs a smooth loss (Logistic, Squared): its subproblem (10) is a "
-                f"Newton step on f; {type(problem.loss).__name__} is not differentiable. "
-                "For the hinge use SubLBFGS() (any regularizer), or BMRM() with L2.")
+        check_l1_problem(problem, "OBA")
 
     # -- the algorithm ----------------------------------------------------------------
     def init(self, problem, w0) -> OBAState:
@@ -440,17 +436,12 @@ class OBA(Solver):
         stats = counters(matvecs=products, cg_iterations=0, corrections=0,
                          linesearch_evaluations=0, function_evaluations=0, ista_backups=0,
                          lipschitz_increases=0)
-        core = Core(w0, problem.value(w0, S), self._lower(problem, w0, grad, u), stats)
+        core = Core(w0, problem.value(w0, S), problem.smooth_dual_value(w0, grad, u), stats)
         tau0 = max(1, int(self.eta * w0.size))
         return OBAState(core, S, problem.smooth_value(w0, S), grad,
                         jnp.asarray(tau0, jnp.int32), L.astype(dt), core.lower,
                         jnp.zeros((), jnp.int32),
                         jnp.asarray(RESULTS.running, jnp.int32))
-
-    @staticmethod
-    def _lower(problem, w, grad, u):
-        """The dual value of u = ∇R(Xw) (Xᵀu from ∇f: no product)."""
-        return problem.dual_value(u, Xtu=grad - problem.reg.smooth_grad(w))
 
     def step(self, problem, state: OBAState) -> OBAState:
         w, S, grad, value = state.core.w, state.S, state.grad, state.core.value
@@ -478,7 +469,7 @@ class OBA(Solver):
 
         w_new, S_new = glob.w, glob.S
         grad_new, u = problem.smooth_grad(w_new, S_new)
-        lower = self._lower(problem, w_new, grad_new, u)
+        lower = problem.smooth_dual_value(w_new, grad_new, u)
         # Stall: neither φ nor the lower bound improved beyond rounding (module docstring).
         idle = (value - glob.value <= rounding) & (lower <= state.top + rounding)
         flat = jnp.where(idle & ~glob.lipschitz_failed, state.flat + 1, 0).astype(jnp.int32)

@@ -30,10 +30,18 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from nsjax.regularizers import min_norm_subgradient
+from nsjax.regularizers import min_norm_subgradient, orthant, project_orthant
 from nsjax.results import RESULTS
 from nsjax.solvers._options import solver_options
-from nsjax.solvers.base import STALL_WINDOW, Core, Solver, count, counters, terminate_or_stall
+from nsjax.solvers.base import (
+    STALL_WINDOW,
+    Core,
+    Solver,
+    check_l1_problem,
+    count,
+    counters,
+    terminate_or_stall,
+)
 from nsjax.solvers.memory import LBFGSMemory
 
 
@@ -47,11 +55,13 @@ class OrthantStep(NamedTuple):
     ok: jax.Array  # sufficient decrease found
 
 
-def orthant_backtracking(problem, w, S, value, p, dS, xi, g_xi, alpha0, c1, max_halvings):
-    """Steps 4 of OWL-QN: the projected backtracking search along p in the orthant ξ.
+def orthant_backtracking(problem, w, S, p, dS, xi, g_xi, alpha0, c1, max_trials):
+    """Step 4 of OWL-QN: the projected backtracking search along p in the orthant ξ.
 
     Trial points w(α) = P_ξ(w + α p) (coordinates whose sign differs from ξ set to 0), α
-    halved from ``alpha0`` until J(w(α)) − J(w) ≤ c1 g_ξᵀ(w(α) − w) with g_ξ = ∇f + μξ,
+    halved from ``alpha0`` until J(w(α)) − J(w) ≤ min(0, c1 g_ξᵀ(w(α) − w)) with g_ξ = ∇f + μξ
+    (the min: a clipped step can turn g_ξᵀ(w(α) − w) positive; J must not rise), at most
+    ``max_trials`` trial points,
     which is ◇ᵀ(w(α) − w) for OWL-QN's aligned direction and the directional derivative of
     J along w(α) − w in general. The scores cost nothing while no coordinate is clipped
     (S + α X p), one product with X otherwise. The change of J is computed term by term
@@ -60,18 +70,17 @@ def orthant_backtracking(problem, w, S, value, p, dS, xi, g_xi, alpha0, c1, max_
     """
 
     def trial(alpha):
-        x = w + alpha * p
-        x = jnp.where(jnp.sign(x) == xi, x, 0.0)
+        x = project_orthant(w + alpha * p, xi)
         clipped = jnp.any(x != w + alpha * p)
         Sx = jax.lax.cond(clipped, lambda: problem.scores(x), lambda: S + alpha * dS)
         return x, Sx, problem.value_change(w, S, x, Sx), clipped
 
     def sufficient(x, change):
-        return change <= c1 * jnp.vdot(g_xi, x - w)
+        return change <= jnp.minimum(0.0, c1 * jnp.vdot(g_xi, x - w))
 
     def cond(c):
         alpha, x, Sx, vx, n, k, ok = c
-        return ~ok & (n < max_halvings)
+        return ~ok & (n < max_trials)
 
     def body(c):
         alpha, *_, n, k, _ = c
@@ -150,11 +159,7 @@ class OWLQN(Solver):
             raise ValueError(f"seed must be an int; got {self.seed!r}.")
 
     def check(self, problem):
-        if not problem.smooth_loss:
-            raise ValueError(
-                f"{type(self).__name__} needs a smooth loss (Logistic, Squared); "
-                f"{type(problem.loss).__name__} is not. For the hinge use SubLBFGS() "
-                "(any regularizer) or OWLQNStar().")
+        check_l1_problem(problem, type(self).__name__)
 
     def quasi_newton_memory(self):
         """The L-BFGS memory of the smooth part."""
@@ -166,16 +171,11 @@ class OWLQN(Solver):
         grad, u = problem.smooth_grad(w0, S)
         stats = counters(matvecs=2, linesearch_evaluations=0, skipped_updates=0,
                          direction_iterations=0, restarts=0)
-        core = Core(w0, problem.value(w0, S), self._lower(problem, w0, grad, u), stats)
+        core = Core(w0, problem.value(w0, S), problem.smooth_dual_value(w0, grad, u), stats)
         return OWLQNState(core, S, grad, u, self.quasi_newton_memory().init(w0),
                           jnp.array(True),
                           jnp.full(STALL_WINDOW + 1, jnp.nan, problem.dtype).at[-1].set(0.0),
                           jnp.asarray(RESULTS.running, jnp.int32), jnp.zeros((), jnp.int32))
-
-    @staticmethod
-    def _lower(problem, w, grad, u):
-        """The dual value of u = ∇R(Xw) (Xᵀu from ∇f: no product)."""
-        return problem.dual_value(u, Xtu=grad - problem.reg.smooth_grad(w))
 
     def start_subgradient(self, problem, state: OWLQNState):
         """The pseudo-gradient ◇, or for ``random_subgradient`` an element of ∂J(w) drawn
@@ -191,21 +191,26 @@ class OWLQN(Solver):
         """(p, X p, ξ, direction-finding iterations): steps 2–3 (`OWLQNStar` replaces them)."""
         p = -self.quasi_newton_memory().apply(state.mem, g)
         p = jnp.where(p * g < 0, p, 0.0)  # π(p, ◇): keep the components that descend
-        xi = jnp.where(state.core.w != 0, jnp.sign(state.core.w), jnp.sign(-g))
+        xi = orthant(state.core.w, g)
         return p, problem.scores(p), xi, jnp.zeros((), jnp.int32)
 
     def step(self, problem, state: OWLQNState) -> OWLQNState:
         w, S, value, mu = state.core.w, state.S, state.core.value, problem.l1_weight
         g = self.start_subgradient(problem, state)
         p, dS, xi, iterations = self.direction(problem, state, g)
-        # J's directional derivative along the path the projection onto ξ will follow
-        # (components that leave ξ at a zero coordinate never move).
+        # Components that would leave ξ at a zero coordinate never move (OWL-QN* has such
+        # components; OWL-QN's aligned p has none): drop them, so that the search's scores
+        # stay S + αXp (one product here) instead of a product at every trial point.
         moves = (w != 0) | (jnp.sign(p) == xi)
-        descent = jnp.vdot(state.grad + mu * xi, jnp.where(moves, p, 0.0)) < 0
+        removed = jnp.any((p != 0) & ~moves)
+        p = jnp.where(moves, p, 0.0)
+        dS = jax.lax.cond(removed, lambda: problem.scores(p), lambda: dS)
+        # J's directional derivative along p in ξ.
+        descent = jnp.vdot(state.grad + mu * xi, p) < 0
         # Andrew and Gao's first step: α₀ = 1/‖◇‖ while B = I.
         norm = jnp.sqrt(jnp.vdot(g, g))
         alpha0 = jnp.where(state.fresh, 1.0 / jnp.where(norm > 0, norm, 1.0), 1.0)
-        ls = orthant_backtracking(problem, w, S, value, p, dS, xi, state.grad + mu * xi,
+        ls = orthant_backtracking(problem, w, S, p, dS, xi, state.grad + mu * xi,
                                   alpha0.astype(w.dtype), self.c1, self.max_halvings)
         move = descent & ls.ok
         w_new = jnp.where(move, ls.w, w)
@@ -222,10 +227,10 @@ class OWLQN(Solver):
                            jnp.where(~descent, RESULTS.direction_failed,
                                      jnp.where(~ls.ok, RESULTS.linesearch_failed,
                                                RESULTS.running)))
-        stats = count(state.core.stats, matvecs=2 + ls.products + 2 * iterations,
+        stats = count(state.core.stats, matvecs=2 + removed + ls.products + 2 * iterations,
                       linesearch_evaluations=ls.evaluations, skipped_updates=move & skipped,
                       direction_iterations=iterations, restarts=restart)
-        core = Core(w_new, value_new, self._lower(problem, w_new, grad, u), stats)
+        core = Core(w_new, value_new, problem.smooth_dual_value(w_new, grad, u), stats)
         return OWLQNState(core, S_new, grad, u, mem, (state.fresh & ~(move & ~skipped)) | restart,
                           jnp.concatenate([state.recent[1:], state.recent[-1:] +
                                            jnp.where(move, ls.change, 0.0)]),
