@@ -86,6 +86,15 @@ class Chunks:
         return jax.ops.segment_sum(chunk_sums, self.owner, num_segments=self.num_rows,
                                    indices_are_sorted=True)
 
+    def sq_mv(self, v: jax.Array) -> jax.Array:
+        """(M∘M) v, the entries of M squared, for v of shape (m,)."""
+        if v.shape[0] == 0:
+            return jnp.zeros((self.num_rows,), v.dtype)
+        gathered = v.at[self.index].get(mode="promise_in_bounds")
+        return jax.ops.segment_sum(jnp.sum(self.value * self.value * gathered, axis=1),
+                                   self.owner, num_segments=self.num_rows,
+                                   indices_are_sorted=True)
+
     def row_sq_norms(self) -> jax.Array:
         """‖m_i‖² for every row of M."""
         return jax.ops.segment_sum(jnp.sum(self.value * self.value, axis=1), self.owner,
@@ -292,6 +301,14 @@ class DesignMatrix:
         if not self.is_sparse:
             return jnp.matmul(self.dense.T, a, precision=jax.lax.Precision.HIGHEST)
         return self.by_col.mv(a)
+
+    def sq_rmv(self, a: jax.Array) -> jax.Array:
+        """(X∘X)ᵀ a = Σ_i a_i x_ij² for every column j, shape (d,): the diagonal of Xᵀ diag(a) X
+        (one pass over X, like `rmv`)."""
+        if not self.is_sparse:
+            return jnp.matmul((self.dense * self.dense).T, a,
+                              precision=jax.lax.Precision.HIGHEST)
+        return self.by_col.sq_mv(a)
 
     def row_sq_norms(self) -> jax.Array:
         """‖x_i‖² for every row, shape (n,)."""

@@ -323,6 +323,14 @@ class Problem:
             HdS = jax.jvp(lambda s: self.loss.dscores(s, self.y), (curvature,), (dS,))[1]
         return self.rmv(HdS) + self.reg.smooth_hvp(v)
 
+    def hessian_diagonal(self, curvature):
+        """diag ∇²f(w) = (X∘X)ᵀ D + the smooth part's diagonal (one pass over X), where the
+        loss gives its curvature D (`curvature`); None otherwise."""
+        if not hasattr(self.loss, "curvature"):
+            return None
+        diag = self.X.sq_rmv(curvature)
+        return diag + self.reg.smooth_hvp(jnp.ones_like(diag))
+
     def dual_value(self, u, *, S=None, Xtu=None):
         """A lower bound on min J from a score-space dual point u.
 

@@ -138,7 +138,11 @@ def test_reaches_the_cvxpy_optimum_with_valid_gaps(entry, loss, seed):
     J_star = _optimum(loss, seed)
     sol = nsjax.solve(prob, entry.solver, max_steps=entry.max_steps, tol=1e-9)
     value = float(sol.value)
-    assert value == pytest.approx(float(prob.objective(sol.w)), rel=1e-12)
+    # (A mismatch was seen once in CI, not reproduced since: say enough to find it.)
+    assert value == pytest.approx(float(prob.objective(sol.w)), rel=1e-12), (
+        f"lam {float(prob.lam)!r} {sol.result} steps {int(sol.num_steps)} "
+        f"values {np.asarray(sol.history.value[:int(sol.num_steps)])} "
+        f"gaps {np.asarray(sol.history.gap[:int(sol.num_steps)])} w {np.asarray(sol.w)}")
     assert abs(value - J_star) <= entry.rtol * J_star
     # The certificate closes as far as the accuracy reached (DESIGN.md: test that the gap
     # reaches its target, not only that it is valid).

@@ -160,6 +160,8 @@ def test_design_matrix_products_agree():
         np.testing.assert_allclose(np.asarray(D.rmv(jnp.asarray(a))), X.T @ a, rtol=1e-12)
         np.testing.assert_allclose(np.asarray(D.row_sq_norms()),
                                    np.asarray(X.multiply(X).sum(1)).ravel(), rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(D.sq_rmv(jnp.asarray(a))),
+                                   X.multiply(X).T @ a, rtol=1e-12)
     D32 = nsjax.DesignMatrix.from_any(X, np.float32)
     assert D32.mv(jnp.asarray(w, jnp.float32)).dtype == jnp.float32
 
