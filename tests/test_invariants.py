@@ -125,7 +125,7 @@ def test_sweep_equals_solve(entry):
         assert abs(float(sols.value[i]) - float(one.value)) <= slack
         assert int(sols.result[i]) == int(one.result)
         assert int(sols.num_steps[i]) > 0
-        if entry.rtol <= 1e-6:
+        if entry.rtol <= 1e-6 and entry.fast:
             assert one.result == RESULTS.successful
         if one.result == RESULTS.successful:
             scale = max(1.0, abs(float(one.value)))

@@ -11,10 +11,11 @@ from nsjax.solvers.memory import DenseBFGSMemory, LBFGSMemory
 from nsjax.solvers.oba import OBA
 from nsjax.solvers.owlqn import OWLQN
 from nsjax.solvers.owlqn_star import OWLQNStar
+from nsjax.solvers.pragam import Pragam
 from nsjax.solvers.sublbfgs import SubBFGS, SubLBFGS
 
 __all__ = [
     "BMRM", "Best", "Core", "DenseBFGSMemory", "ExactLineSearch", "Hybrid", "LBFGSMemory",
-    "LineSearchBMRM", "OBA", "OWLQN", "OWLQNStar", "Solver", "SubBFGS", "SubLBFGS",
+    "LineSearchBMRM", "OBA", "OWLQN", "OWLQNStar", "Pragam", "Solver", "SubBFGS", "SubLBFGS",
     "WolfeLineSearch", "solver_options",
 ]
