@@ -77,15 +77,32 @@ def default_solver(problem) -> Solver:
     """What `solve`, `sweep` and `solve_batch` use when no solver is given: the
     `Hybrid` (subLBFGS, then the exact-line-search BMRM; it ends with a closed certified
     gap) where its bundle phase applies (the L2 regularizer and λ > 0, or λ traced);
-    `OBA` for a smooth loss with an L1 part (L1, ElasticNet); else `SubLBFGS`."""
+    `OBA` for a smooth loss with an L1 part (L1, ElasticNet); else, and for a problem with
+    a bias, `SubLBFGS`."""
     from nsjax.solvers import OBA, Hybrid, SubLBFGS
 
     lam = problem.lam
+    if problem.bias:  # the hybrid's bundle phase has no bias yet
+        return SubLBFGS()
     if problem.quadratic_regularizer and (is_traced(lam) or float(lam) > 0):
         return Hybrid()
     if problem.smooth_loss and problem.reg.has_l1:
         return OBA()
     return SubLBFGS()
+
+
+def _check(solver, problem):
+    """Refuse, before compiling, a problem the solver cannot solve: its own ``check``, and
+    a bias where the solver does not support one (naming those that do)."""
+    if problem.bias and not solver.supports_bias:
+        from nsjax import solvers
+
+        able = sorted(name for name in solvers.__all__
+                      if getattr(getattr(solvers, name), "supports_bias", False))
+        raise ValueError(
+            f"{type(solver).__name__} does not support an unregularized bias (bias=True); "
+            f"use one of {', '.join(able)}, or add a constant column to X instead.")
+    solver.check(problem)
 
 
 def _default_solver(solver, problem):
@@ -197,7 +214,7 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
     w0 = _check_common(problem, w0, max_steps, tol)
     solver = _default_solver(solver, problem)
     tol = jnp.asarray(tol, problem.dtype)
-    solver.check(problem)
+    _check(solver, problem)
     problem = problem.without_classes()  # label values do not change the program
     if jit:
         sol = _run_jit(problem, w0, tol, solver, int(max_steps))
@@ -261,7 +278,7 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6):
     lams = np.asarray([float(_strength(lam, problem.dtype, f"lams[{i}]"))
                        for i, lam in enumerate(lams)])
     solver = _default_solver(solver, problem.with_lam(float(lams.min())))
-    solver.check(problem.with_lam(float(lams.min())))
+    _check(solver, problem.with_lam(float(lams.min())))
     sols = _sweep_jit(problem.without_classes(), jnp.asarray(lams, problem.dtype), w0,
                       jnp.asarray(tol, problem.dtype), solver, int(max_steps))
     return _warn_unless_all_successful(solver, sols, "strengths")
@@ -298,7 +315,7 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
         stacked = problems.without_classes()
         one = jax.tree_util.tree_map(lambda x: x[0], stacked)
         solver = solver or default_solver(one)
-        solver.check(one)
+        _check(solver, one)
     else:
         problems = [_batch_member(p, i) for i, p in enumerate(problems)]
         if not problems:
@@ -314,7 +331,7 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
                     f"problems[{i}] differs from problems[0] in its structure (loss and "
                     "regularizer options, number of classes, shape, dtype or sparse "
                     "layout); a batch needs problems of one kind.")
-            solver.check(p)
+            _check(solver, p)
         one = problems[0]
         stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *problems)
     w0 = _check_common(one, w0, max_steps, tol)

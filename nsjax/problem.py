@@ -23,7 +23,7 @@ from jax.experimental import sparse as jsparse
 
 from nsjax.data import DesignMatrix
 from nsjax.losses.labels import is_traced
-from nsjax.regularizers import L2, REQUIRED
+from nsjax.regularizers import L2, REQUIRED, Unpenalized
 
 #: What `Problem` needs of a loss (see `nsjax.losses.base`).
 LOSS_REQUIRED = ("risk", "dscores", "argsup", "encode_labels", "num_outputs", "prepare",
@@ -70,6 +70,13 @@ class Problem:
             Needed when the problem is built from traced arrays (inside `jax.jit` or
             `jax.vmap`), where labels cannot be sorted; checks of values (NaN in X, labels
             outside ``classes``, λ ≥ 0) are then skipped, shapes are still checked.
+        bias: add an unregularized bias b: J(w, b) = λΩ(w) + R(Xw + b) (paper 004, eq. 20).
+            The bias is the last entry of the weights (last row for (d, K)): ``w_shape`` is
+            (d + 1,), `split_bias` separates them. Needs a loss with ``center_dual``
+            (Hinge, Logistic, Squared), and a solver that supports it (``supports_bias``:
+            SubLBFGS, SubBFGS, Pragam); others refuse before compiling. The certified gap
+            then comes from dual points projected onto Σᵢ uᵢ = 0 (the dual's bias
+            hyperplane).
 
     Raises:
         ValueError / TypeError: on bad input, before anything is compiled, naming the
@@ -92,7 +99,7 @@ class Problem:
         1.0
     """
 
-    def __init__(self, loss, reg, X, y=None, *, dtype=None, classes=None):
+    def __init__(self, loss, reg, X, y=None, *, dtype=None, classes=None, bias=False):
         reg = L2(0.0) if reg is None else reg
         _check_regularizer(reg)
         _check_strength(reg.strength, _strength_name(reg))
@@ -109,44 +116,51 @@ class Problem:
         self.loss = loss.prepare(n, self.num_outputs, dt)
         self.reg = _cast_parameters(
             reg.with_strength(_strength(reg.strength, dt, _strength_name(reg))), dt)
+        self.bias = _check_bias(bias, loss, self.num_outputs)
+        if self.bias:
+            self.reg = Unpenalized(self.reg)
 
     def __repr__(self):
         n, d = self.X.shape
         layout = "sparse" if self.X.is_sparse else "dense"
-        return (f"Problem({type(self.loss).__name__}, {type(self.reg).__name__}, "
-                f"X {n}x{d} {layout} {jnp.dtype(self.dtype).name})")
+        reg = type(self.reg.inner if self.bias else self.reg).__name__
+        bias = ", bias" if self.bias else ""
+        return (f"Problem({type(self.loss).__name__}, {reg}, "
+                f"X {n}x{d} {layout} {jnp.dtype(self.dtype).name}{bias})")
 
     # -- pytree -----------------------------------------------------------------------
     def tree_flatten(self):
-        """Leaves: loss, regularizer, X, y; static: classes, num_outputs."""
-        return (self.loss, self.reg, self.X, self.y), (self.classes, self.num_outputs)
+        """Leaves: loss, regularizer, X, y; static: classes, num_outputs, bias."""
+        return (self.loss, self.reg, self.X, self.y), (self.classes, self.num_outputs,
+                                                       self.bias)
 
     @classmethod
     def tree_unflatten(cls, aux, children):
         """Rebuild from `tree_flatten`'s parts without re-running the checks."""
         obj = object.__new__(cls)
         obj.loss, obj.reg, obj.X, obj.y = children
-        obj.classes, obj.num_outputs = aux
+        obj.classes, obj.num_outputs, obj.bias = aux
         return obj
 
     def with_lam(self, lam) -> Problem:
         """The same problem with regularization strength ``lam`` (may be traced: `sweep`
         vmaps over it), held in the problem's dtype so that no new program compiles."""
         reg = self.reg.with_strength(_strength(lam, self.dtype, _strength_name(self.reg)))
-        return Problem.tree_unflatten((self.classes, self.num_outputs),
+        return Problem.tree_unflatten((self.classes, self.num_outputs, self.bias),
                                       (self.loss, reg, self.X, self.y))
 
     def without_classes(self) -> Problem:
         """The same problem without its class values (what the solvers compile against:
         problems that differ only in their label values share one compiled program)."""
-        return Problem.tree_unflatten((None, self.num_outputs),
+        return Problem.tree_unflatten((None, self.num_outputs, self.bias),
                                       (self.loss, self.reg, self.X, self.y))
 
     # -- shapes -----------------------------------------------------------------------
     @property
     def w_shape(self) -> tuple:
-        """(d,) for one score per example, (d, K) for K scores per example."""
-        d = self.X.shape[1]
+        """(d,) for one score per example, (d, K) for K scores per example; one more row
+        (the bias) with ``bias=True``."""
+        d = self.X.shape[1] + self.bias
         return (d,) if self.num_outputs is None else (d, self.num_outputs)
 
     @property
@@ -162,6 +176,13 @@ class Problem:
     def zeros(self):
         """The zero weights, shape `w_shape`."""
         return jnp.zeros(self.w_shape, self.dtype)
+
+    def split_bias(self, w):
+        """(coefficients, bias) of weights of shape `w_shape`: (w[:-1], w[-1]) with a bias,
+        (w, 0) without."""
+        if self.bias:
+            return w[:-1], w[-1]
+        return w, jnp.zeros_like(w[0])
 
     # -- what solvers may ask ---------------------------------------------------------
     @property
@@ -187,11 +208,16 @@ class Problem:
         return self.reg.quadratic
 
     def scores(self, w):
-        """X w."""
+        """X w (+ b with a bias)."""
+        if self.bias:
+            return self.X.mv(w[:-1]) + w[-1]
         return self.X.mv(w)
 
     def rmv(self, u):
-        """Xᵀ u: a score-space vector (a dual point, a score subgradient) in weight space."""
+        """Xᵀ u: a score-space vector (a dual point, a score subgradient) in weight space
+        (with a bias, Σᵢ uᵢ appended: the bias's column of ones)."""
+        if self.bias:
+            return jnp.concatenate([self.X.rmv(u), jnp.sum(u, axis=0, keepdims=True)])
         return self.X.rmv(u)
 
     def value(self, w, S=None):
@@ -329,6 +355,8 @@ class Problem:
         if not hasattr(self.loss, "curvature"):
             return None
         diag = self.X.sq_rmv(curvature)
+        if self.bias:
+            diag = jnp.concatenate([diag, jnp.sum(curvature, axis=0, keepdims=True)])
         return diag + self.reg.smooth_hvp(jnp.ones_like(diag))
 
     def dual_value(self, u, *, S=None, Xtu=None):
@@ -342,11 +370,21 @@ class Problem:
         R*(s u) = s R*(u) on the dual box (the hinge), the best scalar s is taken at no
         extra cost (`Regularizer.scaled_dual`; DESIGN.md, Numerics).
 
+        With a bias, u is first projected onto Σᵢ uᵢ = 0 within R*'s domain (the loss's
+        ``center_dual``; one more product with Xᵀ), without which the bound is −inf.
+
         Args:
             u: the dual point, shape of the scores.
             S: scores at which u is a subgradient (needed without a loss conjugate).
             Xtu: Xᵀu where already known; else one product with Xᵀ.
         """
+        if self.bias:
+            # The bias row of the conjugate is then 0 up to rounding: bound it with the
+            # inner regularizer, as the problem without the bias row would.
+            u = self.loss.center_dual(u, self.y)
+            inner = Problem.tree_unflatten((self.classes, self.num_outputs, False),
+                                           (self.loss, self.reg.inner, self.X, self.y))
+            return inner.dual_value(u, S=S)
         Xtu = self.rmv(u) if Xtu is None else Xtu
         if hasattr(self.loss, "conjugate"):
             # Also s u, scaled into the box where the regularizer's conjugate is finite or
@@ -386,6 +424,19 @@ class Problem:
             lower, products = self.loss.dual_certificate(self, w, self.scores(w))
             return lower, products + 1
         return self.loss.dual_certificate(self, w, S)
+
+
+def _check_bias(bias, loss, num_outputs) -> bool:
+    """``bias`` is a bool, and the loss can give dual points on the bias hyperplane."""
+    if not isinstance(bias, (bool, np.bool_)):
+        raise TypeError(f"bias must be True or False; got {bias!r}.")
+    if bias and (not hasattr(loss, "center_dual") or num_outputs is not None):
+        raise ValueError(
+            f"bias=True needs a loss with one score per example that gives dual points on "
+            f"the bias hyperplane (center_dual: Hinge, Logistic, Squared); "
+            f"{type(loss).__name__} does not. Add a constant column to X instead (its "
+            "weight is then regularized).")
+    return bool(bias)
 
 
 def _pad_lines(x, r, fill):

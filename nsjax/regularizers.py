@@ -430,6 +430,98 @@ class ElasticNet(Regularizer):
         return z
 
 
+def _with_zero_bias(g, w):
+    """g (a gradient over the penalized rows) with a zero row for the bias appended."""
+    return jnp.concatenate([g, jnp.zeros_like(w[-1:])])
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Unpenalized(Regularizer):
+    """``inner`` on every row of w but the last, which is left free: the regularizer of a
+    problem with an unregularized bias (`Problem(..., bias=True)`), w = (w₁..w_d, b).
+
+    Its conjugate is inner's on the first d rows plus the indicator of v_b = 0: a dual point
+    u gives a finite bound only where Σᵢ uᵢ = 0 (the bias hyperplane of paper 004, eq. 22),
+    which `Problem.dual_value` enforces by projecting u first.
+
+    Not a bundle or orthant-wise regularizer: ``quadratic`` and ``has_l1`` are False (w is
+    not −Xᵀu/λ in the bias row, and μ‖·‖₁ does not reach it).
+    """
+
+    inner: Regularizer
+
+    quadratic: ClassVar[bool] = False
+    has_l1: ClassVar[bool] = False
+
+    @property
+    def strength_name(self):
+        return self.inner.strength_name
+
+    @property
+    def strength(self):
+        return self.inner.strength
+
+    def with_strength(self, value):
+        return Unpenalized(self.inner.with_strength(value))
+
+    @property
+    def has_lines(self):
+        return self.inner.has_lines
+
+    @property
+    def dual_points(self):
+        return self.inner.dual_points
+
+    def value(self, w):
+        return self.inner.value(w[:-1])
+
+    def value_change(self, w, x):
+        return self.inner.value_change(w[:-1], x[:-1])
+
+    def subgradient(self, w):
+        return _with_zero_bias(self.inner.subgradient(w[:-1]), w)
+
+    def argsup(self, w, p):
+        g, slope = self.inner.argsup(w[:-1], p[:-1])
+        return _with_zero_bias(g, w), slope
+
+    def line(self, w, p) -> RegularizerLine:
+        return self.inner.line(w[:-1], p[:-1])
+
+    def prox(self, v, step):
+        return jnp.concatenate([self.inner.prox(v[:-1], step), v[-1:]])
+
+    def conjugate(self, v):
+        """inner's conjugate of the first d rows, +inf unless the bias row is 0."""
+        return jnp.where(jnp.all(v[-1] == 0), self.inner.conjugate(v[:-1]), jnp.inf)
+
+    def scaled_dual(self, rstar, v, s_max):
+        return jnp.where(jnp.all(v[-1] == 0), self.inner.scaled_dual(rstar, v[:-1], s_max),
+                         -jnp.inf)
+
+    def feasible_scale(self, v):
+        return self.inner.feasible_scale(v[:-1])
+
+    def l1_weight(self):
+        return self.inner.l1_weight()
+
+    def smooth_value(self, w):
+        return self.inner.smooth_value(w[:-1])
+
+    def smooth_grad(self, w):
+        return _with_zero_bias(self.inner.smooth_grad(w[:-1]), w)
+
+    def smooth_hvp(self, v):
+        return _with_zero_bias(self.inner.smooth_hvp(v[:-1]), v)
+
+    def mirror_map(self, w):
+        return jnp.concatenate([self.inner.mirror_map(w[:-1]), w[-1:]])
+
+    def inverse_mirror_map(self, z):
+        return jnp.concatenate([self.inner.inverse_mirror_map(z[:-1]), z[-1:]])
+
+
 #: What `Problem` needs of a regularizer.
 REQUIRED = ("value", "subgradient", "argsup", "line", "prox", "conjugate", "scaled_dual",
             "feasible_scale", "dual_points", "has_l1", "l1_weight", "smooth_value", "smooth_grad",

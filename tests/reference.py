@@ -11,17 +11,19 @@ def hinge_objective(w, X, y, lam):
     return 0.5 * lam * w @ w + np.mean(np.maximum(0.0, 1.0 - y * (X @ w)))
 
 
-def cvxpy_optimum(X, y, lam, loss="hinge", reg="l2", mu=0.0):
+def cvxpy_optimum(X, y, lam, loss="hinge", reg="l2", mu=0.0, bias=False):
     """min_w reg(w) + mean(loss(y x_iᵀw)) by Clarabel at tight tolerances: reg "l2" is
-    λ/2‖w‖², "l1" λ‖w‖₁, "elasticnet" μ‖w‖₁ + λ/2‖w‖². Loss "squared": (1/2n)‖Xw − y‖²."""
+    λ/2‖w‖², "l1" λ‖w‖₁, "elasticnet" μ‖w‖₁ + λ/2‖w‖². Loss "squared": (1/2n)‖Xw − y‖².
+    With ``bias``, scores x_iᵀw + b with b free, and the returned w ends with b."""
     X = X.toarray() if sp.issparse(X) else np.asarray(X)
     n, d = X.shape
     w = cp.Variable(d)
-    margins = cp.multiply(y, X @ w)
+    b = cp.Variable() if bias else 0.0
+    margins = cp.multiply(y, X @ w + b)
     if loss == "hinge":
         risk = cp.sum(cp.pos(1 - margins)) / n
     elif loss == "squared":
-        risk = cp.sum_squares(X @ w - y) / (2 * n)
+        risk = cp.sum_squares(X @ w + b - y) / (2 * n)
     else:
         risk = cp.sum(cp.logistic(-margins)) / n
     penalty = {"l2": 0.5 * lam * cp.sum_squares(w), "l1": lam * cp.norm1(w),
@@ -29,7 +31,7 @@ def cvxpy_optimum(X, y, lam, loss="hinge", reg="l2", mu=0.0):
     prob = cp.Problem(cp.Minimize(penalty + risk))
     prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12,
                max_iter=500)
-    return prob.value, w.value
+    return prob.value, (np.append(w.value, b.value) if bias else w.value)
 
 
 def random_binary(seed, n, d, sparse=False, nnz=None):

@@ -20,6 +20,9 @@ and may give
 - ``conjugate(u, y)``: R*(u), for duality gaps from any dual point;
 - ``dual_scale_limit(u, y)``: where R*(s u) = s R*(u) for 0 ≤ s ≤ this limit (hinge), so a
   dual point can be improved by the best scalar s (see `nsjax.problem.Problem.dual_value`);
+- ``center_dual(u, y)``: the nearest dual point to u with Σᵢ uᵢ = 0 in the domain of R*,
+  which a problem with an unregularized bias needs for its certified gap (paper 004,
+  eq. 22); a loss without it refuses ``bias=True``;
 - ``dual_certificate(problem, w, S)``: a tight lower bound on min J near w and the products
   with X it cost (the hinge's band fit, `nsjax.losses.hinge_certificate`).
 
@@ -38,6 +41,7 @@ import jax
 import jax.numpy as jnp
 
 from nsjax.losses.labels import check_length
+from nsjax.projections import project_box_section
 
 
 class Loss:
@@ -84,3 +88,14 @@ def snap_to_max(b: jax.Array) -> jax.Array:
     """Set offsets within `active_tol` of each row's maximum exactly to that maximum."""
     top = jnp.max(b, axis=-1, keepdims=True)
     return jnp.where(top - b <= active_tol(top), top, b)
+
+
+def center_binary_dual(u, y):
+    """For a binary loss whose R* is finite on u = −β∘y/n, β ∈ [0, 1]ⁿ (hinge, logistic):
+    the dual point of that box with Σᵢ uᵢ = 0 nearest to u (in β; Σu = 0 is Σ yᵢβᵢ = 0),
+    by the exact projection onto a box cut by a hyperplane (`project_box_section`). The box
+    holds β = 0, so the set is never empty."""
+    n = u.shape[0]
+    beta = jnp.clip(-u * y * n, 0.0, 1.0)
+    beta = project_box_section(beta, y, 0.0, 0.0, 1.0).x
+    return -beta * y / n

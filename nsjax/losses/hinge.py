@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.base import Loss, active_tol
+from nsjax.losses.base import Loss, active_tol, center_binary_dual
 from nsjax.losses.hinge_certificate import hinge_dual_certificate
 from nsjax.losses.labels import BinaryLabels
 
@@ -59,6 +59,10 @@ class Hinge(BinaryLabels, Loss):
         b = jnp.stack([zeros, m], axis=-1) / n
         a = jnp.stack([zeros, -y * dS], axis=-1) / n
         return b, a
+
+    def center_dual(self, u, y):
+        """The nearest dual point with Σu = 0 (`center_binary_dual`), for a bias."""
+        return center_binary_dual(u, y)
 
     def conjugate(self, u, y):
         """R*(u) = −mean(β) for β = −n u∘y in [0, 1]ⁿ, +inf outside."""

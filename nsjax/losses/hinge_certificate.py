@@ -18,9 +18,13 @@ import jax
 import jax.numpy as jnp
 
 from nsjax.losses.cgls import cgls
+from nsjax.projections import project_box_section
 
 #: Widths δ of the freed margin band, relative to max(1, |x_iᵀw|).
 BAND_WIDTHS = (1e-1, 1e-3, 1e-5, 1e-7)
+#: With a bias: the weight, relative to the band's, of moving a fixed β in the projection
+#: onto Σ yᵢβᵢ = 0.
+BIAS_FIXED_WEIGHT = 1e6
 #: CGLS iterations per width: each costs one product with X and one with Xᵀ.
 CGLS_ITERATIONS = 50
 
@@ -64,4 +68,9 @@ def _band_dual_point(problem, w, S, delta, iterations):
     z, steps = cgls(A, At, z0, target - A(z0), iterations)
     z = jnp.where(jnp.isfinite(z), z, 0.5)
     beta = fixed + jnp.where(free, jnp.clip(z, 0.0, 1.0), 0.0)
+    if problem.bias:
+        # Back onto Σ yᵢβᵢ = 0 (which the fit aims at, and clipping breaks) by moving the
+        # band's β first: a weighted projection that moves the fixed β only if it must.
+        beta = project_box_section(beta, y, 0.0, 0.0, 1.0,
+                                   weights=jnp.where(free, 1.0, BIAS_FIXED_WEIGHT)).x
     return -beta * y / n, steps

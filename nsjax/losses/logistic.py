@@ -8,7 +8,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.base import Loss
+from nsjax.losses.base import Loss, center_binary_dual
 from nsjax.losses.labels import BinaryLabels
 
 
@@ -41,6 +41,10 @@ class Logistic(BinaryLabels, Loss):
     def argsup(self, S, dS, y):
         """The gradient: ∂R(S) is a single point."""
         return self.dscores(S, y)  # smooth: ∂R(S) is a single point
+
+    def center_dual(self, u, y):
+        """The nearest dual point with Σu = 0 (`center_binary_dual`), for a bias."""
+        return center_binary_dual(u, y)
 
     def conjugate(self, u, y):
         """R*(u) = mean(β log β + (1 − β) log(1 − β)) for β = −n u∘y ∈ [0, 1]ⁿ."""

@@ -67,6 +67,11 @@ class Squared(Loss):
         """The diagonal of ∇²R(S): 1/n everywhere."""
         return jnp.full_like(S, 1.0 / S.shape[0])
 
+    def center_dual(self, u, y):
+        """u − mean(u): the nearest point with Σu = 0 (R* is finite everywhere), for a
+        bias."""
+        return u - jnp.mean(u)
+
     def conjugate(self, u, y):
         """R*(u) = ⟨u, y⟩ + (n/2) ‖u‖²."""
         return jnp.vdot(u, y) + 0.5 * u.shape[0] * jnp.vdot(u, u)

@@ -36,7 +36,7 @@ Example: a new solver is one file (see ``tests/toy_solver.py`` for a complete on
 from __future__ import annotations
 
 import abc
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -166,6 +166,10 @@ class Solver(abc.ABC):
     Subclasses are frozen dataclasses (decorate with `nsjax.solvers.solver_options`) of
     static options only, so that a solver is a `jit` static argument.
     """
+
+    #: Whether the solver handles `Problem(..., bias=True)` (the bias is the last row of w,
+    #: unregularized); `nsjax.solve` refuses the others before compiling.
+    supports_bias: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, problem, w0) -> Any:

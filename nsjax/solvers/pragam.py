@@ -1,9 +1,15 @@
-"""Pragam: primal–adjoint gap minimization for the linear SVM (paper 004, Sec. 4, Alg. 1).
+"""Pragam and Pragam-b: primal–adjoint gap minimization for the linear SVM (paper 004,
+Sec. 4, Alg. 1).
 
 The binary hinge with L2, J(w) = λ/2 ‖w‖² + (1/n) Σᵢ max(0, 1 − yᵢ⟨xᵢ, w⟩), has the adjoint
-(eq. 21, without the bias: the bias hyperplane of eq. 22 is left out)
+(eq. 21)
 
     D(α) = Σᵢ αᵢ − ‖Xᵀ(y∘α)‖² / (2λ),   α ∈ Q₂ = [0, 1/n]ⁿ,
+
+and with an unregularized bias (Pragam-b: `Problem(..., bias=True)`, J(w) = λ/2‖w‖² +
+min_b (1/n) Σᵢ max(0, 1 − yᵢ(⟨xᵢ, w⟩ + b)), eq. 20) the same D on Q₂ ∩ {Σᵢ yᵢαᵢ = 0}
+(eq. 22), where Π_{Q₂} is the exact projection onto a box cut by a hyperplane
+(`nsjax.projections.project_box_section`, paper 004 App. B),
 
 concave with an L-Lipschitz gradient ∇D(α) = 1 − y∘X w(α), L = σ_max(X)²/λ. Nesterov's
 excessive-gap method runs on the pair (w, α) with three maps (eqs. 23–25):
@@ -32,19 +38,24 @@ Where this departs from the paper, and why:
   ``numpy.linalg.norm(X, 2)**2``), L = σ²/λ exactly, as in eq. 26.
 - Scores: X w_k is carried by the same recurrence as w_k (no product for J(w_k)); w(α_{k+1})
   is computed afresh each step for D(α_{k+1}). Three products with X or Xᵀ a step.
+- The bias of w_k (Pragam-b): Alg. 1's w_k has none (J takes the min over b); its value
+  J(w_k) is evaluated at b_k = argmin_b, found by two exact line searches along ±b from
+  b_{k−1} (`nsjax.solvers.line_search`, no product with X), and ``Solution.w`` ends with b_k.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from nsjax.losses.hinge import Hinge
 from nsjax.problem import is_traced
+from nsjax.projections import project_box_section
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.base import Core, Solver, count, counters
+from nsjax.solvers.line_search import ExactLineSearch
 
 
 def estimate_spectral_norm_sq(X, iterations: int = 20, key=None):
@@ -80,8 +91,8 @@ def estimate_spectral_norm_sq(X, iterations: int = 20, key=None):
 
 
 class PragamState(NamedTuple):
-    core: Core  # w_k, J(w_k), D(α_k), counters
-    S: jax.Array  # X w_k (by the recurrence of w_k)
+    core: Core  # w_k (and b_k with a bias), J(w_k), D(α_k), counters
+    S: jax.Array  # X w_k without the bias (by the recurrence of w_k)
     alpha: jax.Array  # α_k ∈ Q₂
     lipschitz: jax.Array  # L, the current estimate of the Lipschitz constant of ∇D
     mu_scale: jax.Array  # c_k: μ_k = c_k L
@@ -95,10 +106,10 @@ def check_svm_problem(problem, name):
             f"{name} solves the binary hinge (nsjax.losses.Hinge) with L2 through its dual "
             f"(paper 004, eq. 21); got {type(problem.loss).__name__}. Use SubLBFGS() or the "
             "default solver for other losses.")
-    if not problem.quadratic_regularizer:
+    reg = problem.reg.inner if problem.bias else problem.reg
+    if not reg.quadratic:
         raise ValueError(f"{name} needs the L2 regularizer (w(α) = Xᵀ(y∘α)/λ, eq. 24); got "
-                         f"{type(problem.reg).__name__}. Use SubLBFGS() for other "
-                         "regularizers.")
+                         f"{type(reg).__name__}. Use SubLBFGS() for other regularizers.")
     if not is_traced(problem.lam) and not float(problem.lam) > 0:
         raise ValueError(f"{name} needs lam > 0 (the dual's Lipschitz constant is "
                          "σ_max(X)²/λ).")
@@ -106,7 +117,8 @@ def check_svm_problem(problem, name):
 
 @solver_options
 class Pragam(Solver):
-    """Pragam (paper 004, Alg. 1): O(1/k²) on the duality gap of the linear SVM.
+    """Pragam (paper 004, Alg. 1): O(1/k²) on the duality gap of the linear SVM; Pragam-b
+    on a problem with ``bias=True``.
 
     Args:
         spectral_norm_sq: σ_max(X)², if known (then L = σ²/λ exactly, as in eq. 26);
@@ -135,6 +147,8 @@ class Pragam(Solver):
     spectral_norm_sq: float | None = None
     power_iterations: int = 20
 
+    supports_bias: ClassVar[bool] = True
+
     def __post_init__(self):
         sq = self.spectral_norm_sq
         if sq is not None and (isinstance(sq, bool) or not isinstance(sq, (int, float))
@@ -150,12 +164,36 @@ class Pragam(Solver):
 
     # -- the maps of eqs. 23–25 ---------------------------------------------------------
     def project(self, problem, alpha):
-        """Π_{Q₂}: the Euclidean projection onto the box [0, 1/n]ⁿ."""
-        return jnp.clip(alpha, 0.0, 1.0 / alpha.shape[0])
+        """Π_{Q₂}: the Euclidean projection onto the box [0, 1/n]ⁿ, cut by Σᵢ yᵢαᵢ = 0
+        with a bias (exactly, `project_box_section`)."""
+        cap = 1.0 / alpha.shape[0]
+        if problem.bias:
+            return project_box_section(alpha, problem.y, 0.0, 0.0, cap).x
+        return jnp.clip(alpha, 0.0, cap)
 
     def primal_of(self, problem, alpha):
         """w(α) = Xᵀ(y∘α)/λ (eq. 24): one product with Xᵀ."""
-        return problem.rmv(problem.y * alpha) / problem.lam
+        return problem.X.rmv(problem.y * alpha) / problem.lam
+
+    def primal_point(self, problem, w, S, bias):
+        """Core's iterate and J there: w, or (w, b) with b = argmin J(w, ·) found from
+        ``bias`` by exact line searches along ±b (module docstring)."""
+        if not problem.bias:
+            return w, problem.value(w, S)
+        w_b = jnp.concatenate([w, bias[None]])
+        e = jnp.zeros_like(w_b).at[-1].set(1.0)
+        ones = jnp.ones_like(S)
+        S_b = S + bias
+        search = ExactLineSearch()
+        up = search.search(problem, w_b, S_b, e, ones).eta
+        down = search.search(problem, w_b, S_b, -e, -ones).eta
+        step = jnp.where(jnp.isfinite(up), up, 0.0) - jnp.where(jnp.isfinite(down), down, 0.0)
+        w_b = w_b.at[-1].add(step)
+        return w_b, problem.value(w_b, S_b + step)
+
+    def scores(self, problem, w):
+        """X w for the coefficients w (no bias): one product with X."""
+        return problem.X.mv(w)
 
     def smoothed_dual(self, problem, S, mu):
         """α_μ(w) = Π_{Q₂}((1 − y∘Xw)/μ) (eq. 23), from the scores S = Xw."""
@@ -202,12 +240,14 @@ class Pragam(Solver):
         else:
             sq, products = jnp.asarray(self.spectral_norm_sq, dt), 0
         L = jnp.maximum(sq, jnp.finfo(dt).tiny) / problem.lam
-        alpha_start = self.smoothed_dual(problem, problem.scores(w0), 2.0 * L)  # α₋₁
+        # α₋₁ = α_μ₀(w⁰); with a bias, b⁰ only shifts the projection's multiplier.
+        alpha_start = self.smoothed_dual(problem, problem.scores(w0), 2.0 * L)
         w = self.primal_of(problem, alpha_start)
-        S = problem.scores(w)
+        S = self.scores(problem, w)
         alpha, w_alpha, L, raises = self.gradient_step(problem, alpha_start, w, S, L)
         stats = counters(matvecs=products + 4 + raises, lipschitz_increases=raises)
-        core = Core(w, problem.value(w, S), self.dual_value(problem, alpha, w_alpha), stats)
+        w_b, value = self.primal_point(problem, w, S, problem.split_bias(w0)[1])
+        core = Core(w_b, value, self.dual_value(problem, alpha, w_alpha), stats)
         return PragamState(core, S, alpha, L, jnp.asarray(2.0, dt), jnp.zeros((), jnp.int32))
 
     def step(self, problem, state: PragamState) -> PragamState:
@@ -216,10 +256,12 @@ class Pragam(Solver):
         alpha_hat = self.smoothed_dual(problem, state.S, state.mu_scale * L)
         beta = (1 - tau) * state.alpha + tau * alpha_hat
         w_beta = self.primal_of(problem, beta)
-        S_beta = problem.scores(w_beta)
+        S_beta = self.scores(problem, w_beta)
         alpha, w_alpha, L, raises = self.gradient_step(problem, beta, w_beta, S_beta, L)
-        w = (1 - tau) * state.core.w + tau * w_beta
+        w_prev, bias = problem.split_bias(state.core.w)
+        w = (1 - tau) * w_prev + tau * w_beta
         S = (1 - tau) * state.S + tau * S_beta
         stats = count(state.core.stats, matvecs=3 + raises, lipschitz_increases=raises)
-        core = Core(w, problem.value(w, S), self.dual_value(problem, alpha, w_alpha), stats)
+        w_b, value = self.primal_point(problem, w, S, bias)
+        core = Core(w_b, value, self.dual_value(problem, alpha, w_alpha), stats)
         return PragamState(core, S, alpha, L, (1 - tau) * state.mu_scale, k + 1)

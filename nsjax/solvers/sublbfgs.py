@@ -20,7 +20,7 @@ of J averaged over the last 5 steps below ``stall_tol`` stops with `RESULTS.stal
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -149,6 +149,9 @@ class SubLBFGS(Solver):
         if ls == "wolfe":
             return WolfeLineSearch(self.c1, self.c2)
         return ls
+
+    #: Only the problem's oracles are used: the bias row is one more coordinate.
+    supports_bias: ClassVar[bool] = True
 
     def check(self, problem):
         self.quasi_newton_memory().check(problem)
