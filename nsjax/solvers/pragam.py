@@ -50,44 +50,17 @@ from typing import ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.hinge import Hinge
-from nsjax.problem import is_traced
-from nsjax.projections import project_box_section
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.base import Core, Solver, count, counters
-from nsjax.solvers.line_search import ExactLineSearch
-
-
-def estimate_spectral_norm_sq(X, iterations: int = 20, key=None):
-    """A lower estimate of σ_max(X)² = λ_max(XᵀX) by ``iterations`` power iterations on
-    XᵀX from a seeded random start (two products with X each): the Rayleigh quotient
-    ‖Xv‖²/‖v‖² never exceeds σ_max², and approaches it.
-
-    Args:
-        X: a `nsjax.DesignMatrix` (``problem.X``).
-        iterations: power iterations (≥ 1).
-        key: a `jax.random` key for the start; default ``jax.random.key(0)``.
-
-    Example:
-        >>> import numpy as np, nsjax
-        >>> from nsjax.solvers.pragam import estimate_spectral_norm_sq
-        >>> X = nsjax.DesignMatrix.from_any(np.diag([3.0, 1.0]))
-        >>> round(float(estimate_spectral_norm_sq(X, 30)), 10)
-        9.0
-    """
-    d = X.shape[1]
-    key = jax.random.key(0) if key is None else key
-    v = jax.random.normal(key, (d,), X.dtype)
-    tiny = jnp.finfo(X.dtype).tiny
-
-    def body(_, carry):
-        v, _ = carry
-        v = v / jnp.maximum(jnp.sqrt(jnp.vdot(v, v)), tiny)
-        Xv = X.mv(v)
-        return X.rmv(Xv), jnp.vdot(Xv, Xv)
-
-    _, rayleigh = jax.lax.fori_loop(0, iterations, body, (v, jnp.zeros((), X.dtype)))
-    return rayleigh
+from nsjax.solvers.svm_dual import (
+    check_lipschitz_options,
+    check_svm_problem,
+    primal_of,
+    project_dual,
+    spectral_norm_sq,
+    svm_dual_value,
+    with_best_bias,
+)
 
 
 class PragamState(NamedTuple):
@@ -97,22 +70,6 @@ class PragamState(NamedTuple):
     lipschitz: jax.Array  # L, the current estimate of the Lipschitz constant of ∇D
     mu_scale: jax.Array  # c_k: μ_k = c_k L
     k: jax.Array  # the step index of Alg. 1
-
-
-def check_svm_problem(problem, name):
-    """The Nesterov SVM solvers work on the adjoint (21) of the binary hinge with L2."""
-    if not isinstance(problem.loss, Hinge):
-        raise ValueError(
-            f"{name} solves the binary hinge (nsjax.losses.Hinge) with L2 through its dual "
-            f"(paper 004, eq. 21); got {type(problem.loss).__name__}. Use SubLBFGS() or the "
-            "default solver for other losses.")
-    reg = problem.reg.inner if problem.bias else problem.reg
-    if not reg.quadratic:
-        raise ValueError(f"{name} needs the L2 regularizer (w(α) = Xᵀ(y∘α)/λ, eq. 24); got "
-                         f"{type(reg).__name__}. Use SubLBFGS() for other regularizers.")
-    if not is_traced(problem.lam) and not float(problem.lam) > 0:
-        raise ValueError(f"{name} needs lam > 0 (the dual's Lipschitz constant is "
-                         "σ_max(X)²/λ).")
 
 
 @solver_options
@@ -150,54 +107,15 @@ class Pragam(Solver):
     supports_bias: ClassVar[bool] = True
 
     def __post_init__(self):
-        sq = self.spectral_norm_sq
-        if sq is not None and (isinstance(sq, bool) or not isinstance(sq, (int, float))
-                               or not sq > 0 or sq == float("inf")):
-            raise ValueError(f"spectral_norm_sq must be a finite number > 0 (σ_max(X)²) or "
-                             f"None; got {sq!r}.")
-        p = self.power_iterations
-        if isinstance(p, bool) or not isinstance(p, int) or p < 1:
-            raise ValueError(f"power_iterations must be an int >= 1; got {p!r}.")
+        check_lipschitz_options(self.spectral_norm_sq, self.power_iterations)
 
     def check(self, problem):
         check_svm_problem(problem, "Pragam")
 
     # -- the maps of eqs. 23–25 ---------------------------------------------------------
-    def project(self, problem, alpha):
-        """Π_{Q₂}: the Euclidean projection onto the box [0, 1/n]ⁿ, cut by Σᵢ yᵢαᵢ = 0
-        with a bias (exactly, `project_box_section`)."""
-        cap = 1.0 / alpha.shape[0]
-        if problem.bias:
-            return project_box_section(alpha, problem.y, 0.0, 0.0, cap).x
-        return jnp.clip(alpha, 0.0, cap)
-
-    def primal_of(self, problem, alpha):
-        """w(α) = Xᵀ(y∘α)/λ (eq. 24): one product with Xᵀ."""
-        return problem.X.rmv(problem.y * alpha) / problem.lam
-
-    def primal_point(self, problem, w, S, bias):
-        """Core's iterate and J there: w, or (w, b) with b = argmin J(w, ·) found from
-        ``bias`` by exact line searches along ±b (module docstring)."""
-        if not problem.bias:
-            return w, problem.value(w, S)
-        w_b = jnp.concatenate([w, bias[None]])
-        e = jnp.zeros_like(w_b).at[-1].set(1.0)
-        ones = jnp.ones_like(S)
-        S_b = S + bias
-        search = ExactLineSearch()
-        up = search.search(problem, w_b, S_b, e, ones).eta
-        down = search.search(problem, w_b, S_b, -e, -ones).eta
-        step = jnp.where(jnp.isfinite(up), up, 0.0) - jnp.where(jnp.isfinite(down), down, 0.0)
-        w_b = w_b.at[-1].add(step)
-        return w_b, problem.value(w_b, S_b + step)
-
-    def scores(self, problem, w):
-        """X w for the coefficients w (no bias): one product with X."""
-        return problem.X.mv(w)
-
     def smoothed_dual(self, problem, S, mu):
         """α_μ(w) = Π_{Q₂}((1 − y∘Xw)/μ) (eq. 23), from the scores S = Xw."""
-        return self.project(problem, (1.0 - problem.y * S) / mu)
+        return project_dual(problem, (1.0 - problem.y * S) / mu)
 
     def gradient_step(self, problem, beta, w_beta, S_beta, lipschitz):
         """v(β) (eq. 25) with L checked on the step and raised until it holds (module
@@ -207,8 +125,8 @@ class Pragam(Solver):
         slack = 1.0 + jnp.sqrt(jnp.finfo(beta.dtype).eps)  # rounding of both sides
 
         def trial(L):
-            v = self.project(problem, beta + grad / L)
-            w_v = self.primal_of(problem, v)
+            v = project_dual(problem, beta + grad / L)
+            w_v = primal_of(problem, v)
             dw, da = w_v - w_beta, v - beta
             curvature = lam * jnp.vdot(dw, dw)  # = ‖Xᵀ(y∘(v − β))‖²/λ
             step = jnp.vdot(da, da)
@@ -227,27 +145,19 @@ class Pragam(Solver):
             too_small, raise_L, (*trial(lipschitz), lipschitz, jnp.zeros((), jnp.int32)))
         return v, w_v, L, raises
 
-    def dual_value(self, problem, alpha, w_alpha):
-        """D(α) = Σα − λ/2 ‖w(α)‖² (eq. 21)."""
-        return jnp.sum(alpha) - 0.5 * problem.lam * jnp.vdot(w_alpha, w_alpha)
-
     # -- Alg. 1 --------------------------------------------------------------------------
     def init(self, problem, w0) -> PragamState:
         dt = problem.dtype
-        if self.spectral_norm_sq is None:
-            sq = estimate_spectral_norm_sq(problem.X, self.power_iterations)
-            products = 2 * self.power_iterations
-        else:
-            sq, products = jnp.asarray(self.spectral_norm_sq, dt), 0
-        L = jnp.maximum(sq, jnp.finfo(dt).tiny) / problem.lam
+        sq, products = spectral_norm_sq(problem, self.spectral_norm_sq, self.power_iterations)
+        L = sq / problem.lam
         # α₋₁ = α_μ₀(w⁰); with a bias, b⁰ only shifts the projection's multiplier.
         alpha_start = self.smoothed_dual(problem, problem.scores(w0), 2.0 * L)
-        w = self.primal_of(problem, alpha_start)
-        S = self.scores(problem, w)
+        w = primal_of(problem, alpha_start)
+        S = problem.X.mv(w)
         alpha, w_alpha, L, raises = self.gradient_step(problem, alpha_start, w, S, L)
         stats = counters(matvecs=products + 4 + raises, lipschitz_increases=raises)
-        w_b, value = self.primal_point(problem, w, S, problem.split_bias(w0)[1])
-        core = Core(w_b, value, self.dual_value(problem, alpha, w_alpha), stats)
+        w_b, value = with_best_bias(problem, w, S, problem.split_bias(w0)[1])
+        core = Core(w_b, value, svm_dual_value(problem, alpha, w_alpha), stats)
         return PragamState(core, S, alpha, L, jnp.asarray(2.0, dt), jnp.zeros((), jnp.int32))
 
     def step(self, problem, state: PragamState) -> PragamState:
@@ -255,13 +165,13 @@ class Pragam(Solver):
         tau = (2.0 / (k + 3)).astype(L.dtype)
         alpha_hat = self.smoothed_dual(problem, state.S, state.mu_scale * L)
         beta = (1 - tau) * state.alpha + tau * alpha_hat
-        w_beta = self.primal_of(problem, beta)
-        S_beta = self.scores(problem, w_beta)
+        w_beta = primal_of(problem, beta)
+        S_beta = problem.X.mv(w_beta)
         alpha, w_alpha, L, raises = self.gradient_step(problem, beta, w_beta, S_beta, L)
         w_prev, bias = problem.split_bias(state.core.w)
         w = (1 - tau) * w_prev + tau * w_beta
         S = (1 - tau) * state.S + tau * S_beta
         stats = count(state.core.stats, matvecs=3 + raises, lipschitz_increases=raises)
-        w_b, value = self.primal_point(problem, w, S, bias)
-        core = Core(w_b, value, self.dual_value(problem, alpha, w_alpha), stats)
+        w_b, value = with_best_bias(problem, w, S, bias)
+        core = Core(w_b, value, svm_dual_value(problem, alpha, w_alpha), stats)
         return PragamState(core, S, alpha, L, (1 - tau) * state.mu_scale, k + 1)

@@ -1,0 +1,124 @@
+"""The linear SVM's dual, shared by the Nesterov solvers (`Pragam`, `AGMEF`).
+
+J(w) = λ/2 ‖w‖² + (1/n) Σᵢ max(0, 1 − yᵢ(⟨xᵢ, w⟩ + b)) (b = 0, or free with a bias) has the
+dual (paper 004 eqs. 21–22, paper 003 Example 1)
+
+    D(α) = Σᵢ αᵢ − ‖Xᵀ(y∘α)‖² / (2λ) ≤ min J   for α ∈ Q₂ = [0, 1/n]ⁿ (∩ {Σ yᵢαᵢ = 0}),
+
+with w(α) = Xᵀ(y∘α)/λ and ∇D(α) = 1 − y∘X w(α), Lipschitz with L = σ_max(X)²/λ.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from nsjax.losses.hinge import Hinge
+from nsjax.problem import is_traced
+from nsjax.projections import project_box_section
+from nsjax.solvers.line_search import ExactLineSearch
+
+
+def estimate_spectral_norm_sq(X, iterations: int = 20, key=None):
+    """A lower estimate of σ_max(X)² = λ_max(XᵀX) by ``iterations`` power iterations on
+    XᵀX from a seeded random start (two products with X each): the Rayleigh quotient
+    ‖Xv‖²/‖v‖² never exceeds σ_max², and approaches it.
+
+    Args:
+        X: a `nsjax.DesignMatrix` (``problem.X``).
+        iterations: power iterations (≥ 1).
+        key: a `jax.random` key for the start; default ``jax.random.key(0)``.
+
+    Example:
+        >>> import numpy as np, nsjax
+        >>> from nsjax.solvers.svm_dual import estimate_spectral_norm_sq
+        >>> X = nsjax.DesignMatrix.from_any(np.diag([3.0, 1.0]))
+        >>> round(float(estimate_spectral_norm_sq(X, 30)), 10)
+        9.0
+    """
+    d = X.shape[1]
+    key = jax.random.key(0) if key is None else key
+    v = jax.random.normal(key, (d,), X.dtype)
+    tiny = jnp.finfo(X.dtype).tiny
+
+    def body(_, carry):
+        v, _ = carry
+        v = v / jnp.maximum(jnp.sqrt(jnp.vdot(v, v)), tiny)
+        Xv = X.mv(v)
+        return X.rmv(Xv), jnp.vdot(Xv, Xv)
+
+    _, rayleigh = jax.lax.fori_loop(0, iterations, body, (v, jnp.zeros((), X.dtype)))
+    return rayleigh
+
+
+def check_svm_problem(problem, name):
+    """The Nesterov SVM solvers work on the adjoint (21) of the binary hinge with L2."""
+    if not isinstance(problem.loss, Hinge):
+        raise ValueError(
+            f"{name} solves the binary hinge (nsjax.losses.Hinge) with L2 through its dual "
+            f"(paper 004, eq. 21); got {type(problem.loss).__name__}. Use SubLBFGS() or the "
+            "default solver for other losses.")
+    reg = problem.reg.inner if problem.bias else problem.reg
+    if not reg.quadratic:
+        raise ValueError(f"{name} needs the L2 regularizer (w(α) = Xᵀ(y∘α)/λ, eq. 24); got "
+                         f"{type(reg).__name__}. Use SubLBFGS() for other regularizers.")
+    if not is_traced(problem.lam) and not float(problem.lam) > 0:
+        raise ValueError(f"{name} needs lam > 0 (the dual's Lipschitz constant is "
+                         "σ_max(X)²/λ).")
+
+
+def check_lipschitz_options(sq, iterations):
+    """The options ``spectral_norm_sq`` (σ_max(X)² or None) and ``power_iterations``."""
+    if sq is not None and (isinstance(sq, bool) or not isinstance(sq, (int, float))
+                           or not sq > 0 or sq == float("inf")):
+        raise ValueError(f"spectral_norm_sq must be a finite number > 0 (σ_max(X)²) or "
+                         f"None; got {sq!r}.")
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise ValueError(f"power_iterations must be an int >= 1; got {iterations!r}.")
+
+
+def spectral_norm_sq(problem, given, iterations):
+    """(σ_max(X)², products with X spent): ``given`` if not None, else the power-iteration
+    estimate (from below)."""
+    dt = problem.dtype
+    if given is None:
+        sq = estimate_spectral_norm_sq(problem.X, iterations)
+        return jnp.maximum(sq, jnp.finfo(dt).tiny), 2 * iterations
+    return jnp.asarray(given, dt), 0
+
+
+def project_dual(problem, alpha):
+    """Π_{Q₂}: the Euclidean projection onto the box [0, 1/n]ⁿ, cut by Σᵢ yᵢαᵢ = 0 with a
+    bias (exactly, `project_box_section`)."""
+    cap = 1.0 / alpha.shape[0]
+    if problem.bias:
+        return project_box_section(alpha, problem.y, 0.0, 0.0, cap).x
+    return jnp.clip(alpha, 0.0, cap)
+
+
+def primal_of(problem, alpha):
+    """w(α) = Xᵀ(y∘α)/λ (paper 004 eq. 24): one product with Xᵀ."""
+    return problem.X.rmv(problem.y * alpha) / problem.lam
+
+
+def svm_dual_value(problem, alpha, w_alpha):
+    """D(α) = Σα − λ/2 ‖w(α)‖², given w(α)."""
+    return jnp.sum(alpha) - 0.5 * problem.lam * jnp.vdot(w_alpha, w_alpha)
+
+
+def with_best_bias(problem, w, S, bias):
+    """(the solver's iterate, J there) for coefficients w with scores S = Xw: w itself, or,
+    with a bias, (w, b) with b = argmin J(w, ·) found from ``bias`` by two exact line
+    searches along ±b (no product with X)."""
+    if not problem.bias:
+        return w, problem.value(w, S)
+    w_b = jnp.concatenate([w, bias[None]])
+    e = jnp.zeros_like(w_b).at[-1].set(1.0)
+    ones = jnp.ones_like(S)
+    S_b = S + bias
+    search = ExactLineSearch()
+    up = search.search(problem, w_b, S_b, e, ones).eta
+    down = search.search(problem, w_b, S_b, -e, -ones).eta
+    step = jnp.where(jnp.isfinite(up), up, 0.0) - jnp.where(jnp.isfinite(down), down, 0.0)
+    w_b = w_b.at[-1].add(step)
+    return w_b, problem.value(w_b, S_b + step)
