@@ -65,7 +65,8 @@ def test_the_bias_is_the_last_weight():
 
 
 CASES = [(solver, loss, seed) for solver, losses in
-         [("SubLBFGS", ("hinge", "logistic")), ("SubBFGS", ("hinge",)), ("Pragam", ("hinge",))]
+         [("SubLBFGS", ("hinge", "logistic")), ("SubBFGS", ("hinge",)), ("Pragam", ("hinge",)),
+          ("AGMEF", ("hinge",))]
          for loss in losses for seed in range(2)]
 
 

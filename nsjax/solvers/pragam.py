@@ -64,8 +64,9 @@ from nsjax.solvers.svm_dual import (
 
 
 class PragamState(NamedTuple):
-    core: Core  # w_k (and b_k with a bias), J(w_k), D(α_k), counters
-    S: jax.Array  # X w_k without the bias (by the recurrence of w_k)
+    core: Core  # w_k (and b_k with a bias), J(w_k), D(α_k), counters (at init: w⁰)
+    w: jax.Array  # w_k of Alg. 1 (no bias)
+    S: jax.Array  # X w_k (by the recurrence of w_k)
     alpha: jax.Array  # α_k ∈ Q₂
     lipschitz: jax.Array  # L, the current estimate of the Lipschitz constant of ∇D
     mu_scale: jax.Array  # c_k: μ_k = c_k L
@@ -151,14 +152,17 @@ class Pragam(Solver):
         sq, products = spectral_norm_sq(problem, self.spectral_norm_sq, self.power_iterations)
         L = sq / problem.lam
         # α₋₁ = α_μ₀(w⁰); with a bias, b⁰ only shifts the projection's multiplier.
-        alpha_start = self.smoothed_dual(problem, problem.scores(w0), 2.0 * L)
+        S0 = problem.scores(w0)
+        alpha_start = self.smoothed_dual(problem, S0, 2.0 * L)
         w = primal_of(problem, alpha_start)
         S = problem.X.mv(w)
         alpha, w_alpha, L, raises = self.gradient_step(problem, alpha_start, w, S, L)
         stats = counters(matvecs=products + 4 + raises, lipschitz_increases=raises)
-        w_b, value = with_best_bias(problem, w, S, problem.split_bias(w0)[1])
-        core = Core(w_b, value, svm_dual_value(problem, alpha, w_alpha), stats)
-        return PragamState(core, S, alpha, L, jnp.asarray(2.0, dt), jnp.zeros((), jnp.int32))
+        # The recorded start is the caller's w⁰ (so a warm start is never lost), with the
+        # bound D(α₀); w₀ of Alg. 1 is recorded after the first step.
+        core = Core(w0, problem.value(w0, S0), svm_dual_value(problem, alpha, w_alpha), stats)
+        return PragamState(core, w, S, alpha, L, jnp.asarray(2.0, dt),
+                           jnp.zeros((), jnp.int32))
 
     def step(self, problem, state: PragamState) -> PragamState:
         k, L = state.k, state.lipschitz
@@ -168,10 +172,10 @@ class Pragam(Solver):
         w_beta = primal_of(problem, beta)
         S_beta = problem.X.mv(w_beta)
         alpha, w_alpha, L, raises = self.gradient_step(problem, beta, w_beta, S_beta, L)
-        w_prev, bias = problem.split_bias(state.core.w)
-        w = (1 - tau) * w_prev + tau * w_beta
+        bias = problem.split_bias(state.core.w)[1]
+        w = (1 - tau) * state.w + tau * w_beta
         S = (1 - tau) * state.S + tau * S_beta
         stats = count(state.core.stats, matvecs=3 + raises, lipschitz_increases=raises)
         w_b, value = with_best_bias(problem, w, S, bias)
         core = Core(w_b, value, svm_dual_value(problem, alpha, w_alpha), stats)
-        return PragamState(core, S, alpha, L, (1 - tau) * state.mu_scale, k + 1)
+        return PragamState(core, w, S, alpha, L, (1 - tau) * state.mu_scale, k + 1)

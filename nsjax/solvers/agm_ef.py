@@ -1,0 +1,316 @@
+"""AGM-EF-∞ with adaptive L (paper 003, Alg. 1–2, Sec. 3.3) for the linear SVM, in the
+primal (smoothed hinge, Sec. 5.1.1) or in the dual (Sec. 5.1.2 / 5.3).
+
+AGM-EF minimizes a composite F(x) = f(x) + Ψ(x), f L-smooth, Ψ λ₂-strongly convex with an
+easy prox, by keeping the estimate function (eq. 16)
+
+    ψ_k(x) = ½‖x − x₀‖² + Σᵢ≤k aᵢ [Ψ(x) + f(uᵢ) + ⟨∇f(uᵢ), x − uᵢ⟩]
+
+and the invariant A_k F(x_k) ≤ min ψ_k (15), A_k = Σ aᵢ; F(x_k) − F* ≤ ½‖x* − x₀‖²/A_k (17),
+with A_k ~ k² for λ = λ₁ + λ₂ = 0 and growing geometrically for λ > 0 (Theorem 6). Here
+λ₁ = 0 (f is treated as merely convex) and the geometry is Euclidean (d = ½‖·‖², σ = 1).
+
+Memory is constant (Sec. 3.1): ψ_k is kept as Ḡ = Σ aᵢ∇f(uᵢ)/A_k and C̄ = Σ aᵢ(f(uᵢ) −
+⟨∇f(uᵢ), uᵢ⟩)/A_k, so z_k = argmin ψ_k = prox of Ψ at a known point (step 9). Everything is
+held divided by A_k (1/A_k is carried, not A_k, which overflows after a few thousand steps
+when it grows geometrically): step 5's root is solved for ρ = a_{k+1}/A_k.
+
+Adaptive L (Alg. 2): each step starts from L_k/γ_d and multiplies by γ_u until (15) holds at
+the new point, A_{k+1}F(x_{k+1}) ≤ ψ_{k+1}(z_{k+1}) (to rounding); the first estimate is a
+power-iteration estimate of σ_max(X)² (from below, as Alg. 2 asks: L̃ ≤ L). Each trial costs
+two products with X (∇f at u, and the image of z).
+
+The two schemes, on J(w) = λ/2‖w‖² + (1/n)Σᵢ max(0, 1 − yᵢ(⟨xᵢ, w⟩ + b)) with the dual
+D(α) = Σα − ‖Xᵀ(y∘α)‖²/(2λ) over Q₂ = [0, 1/n]ⁿ (∩ {Σyᵢαᵢ = 0} with a bias):
+
+- ``scheme="primal"`` (Sec. 5.1.1): x = w, f(w) = g*_μ(Aw) = max_{α∈Q₂} Σαᵢ(1 − yᵢxᵢᵀw) −
+  μ/2‖α‖² (the smoothed hinge), Ψ = λ/2‖w‖² (λ₂ = λ > 0: linear rate), L = σ_max(X)²/μ and
+  μ = ε/D₂ (eq. 57) with D₂ = max_{Q₂} ½‖α‖² = 1/(2n), ε = ``epsilon``: J_μ ≤ J ≤ J_μ + ε, so
+  an ε-accurate minimizer of J_μ is 2ε-accurate for J (Theorem 19). The dual points are
+  (22): α_k = Σ aᵢ α(uᵢ)/A_k, and Xᵀ(y∘α_k) = −Ḡ costs nothing.
+- ``scheme="dual"`` (Sec. 5.1.2, and 5.3 with ``epsilon=None``): x = α, f(α) = −Σα +
+  ‖Xᵀ(y∘α)‖²/(2λ), Ψ = μ/2‖α‖² + ι_{Q₂} (μ = ε/D₂, or 0 without smoothing), L = σ_max(X)²/λ.
+  The primal points are (22) with the roles swapped: w_k = Σ aᵢ w(uᵢ)/A_k, w(α) = Xᵀ(y∘α)/λ,
+  and X w_k = y∘(Ḡ + 1) costs nothing either.
+
+The certified gap recorded at every step is the true one, J(w_k) − D(α_k) (α_k ∈ Q₂ always),
+not the smoothed problem's: with smoothing it stops near ε (J − D ≤ J_μ − D_μ + ε, since
+D_μ = D − μ/2‖α‖² ≥ D − ε), without it closes as O(1/k²). `smoothed_gap` gives F's own gap
+J_μ(w_k) − D_μ(α_k), the quantity of Theorem 10 that decays linearly when λ₁ + λ₂ > 0.
+
+The third scheme of Sec. 5, decreasing smoothness (Sec. 5.2: the excessive gap technique),
+is `nsjax.solvers.Pragam`. AGM-EF-1 (Alg. 3–4) and the entropy geometry are not here yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from nsjax.solvers._options import solver_options
+from nsjax.solvers.base import Core, Solver, count, counters
+from nsjax.solvers.svm_dual import (
+    check_lipschitz_options,
+    check_svm_problem,
+    project_dual,
+    spectral_norm_sq,
+    svm_dual_value,
+    with_best_bias,
+)
+
+SCHEMES = ("dual", "primal")
+
+
+class AGMEFState(NamedTuple):
+    core: Core  # the primal point w_k (and b_k), J(w_k), D(α_k), counters
+    x: jax.Array  # x_k: w (primal scheme) or α (dual scheme)
+    z: jax.Array  # z_k = argmin ψ_k
+    Kx: jax.Array  # the image of x_k: X w (primal) or Xᵀ(y∘α) (dual)
+    Kz: jax.Array  # the image of z_k
+    x0: jax.Array  # the prox centre of ψ₀
+    G: jax.Array  # Ḡ_k = Σ aᵢ ∇f(uᵢ) / A_k
+    C: jax.Array  # C̄_k = Σ aᵢ (f(uᵢ) − ⟨∇f(uᵢ), uᵢ⟩) / A_k
+    other: jax.Array  # the other side's average (22): α_k (primal scheme), w_k (dual)
+    inv_A: jax.Array  # 1/A_k (inf before the first step)
+    lipschitz: jax.Array  # L_k, the last accepted estimate
+    mu: jax.Array  # μ, the smoothing (0: none)
+
+
+class _Trial(NamedTuple):
+    """One attempt at step k+1 with a given L (Alg. 2, steps 8–11)."""
+
+    x: Any
+    z: Any
+    Kx: Any
+    Kz: Any
+    G: Any
+    C: Any
+    other: Any
+    inv_A: Any
+    holds: Any  # (15) holds at x_{k+1}
+
+
+@solver_options
+class AGMEF(Solver):
+    """AGM-EF-∞ with adaptive L (paper 003, Alg. 2) for the linear SVM (binary hinge + L2,
+    with or without a bias), in the primal or the dual (module docstring).
+
+    Args:
+        scheme: "dual" (default: Sec. 5.1.2 / 5.3, AGM-EF on −D) or "primal" (Sec. 5.1.1,
+            AGM-EF on the smoothed primal J_μ).
+        epsilon: the smoothing target ε > 0 (μ = 2nε, eq. 57): needed by "primal" (default
+            1e-6: its certified gap on J then stops near ε, so set ε below the accuracy you
+            want); optional for "dual" (None: no smoothing, Sec. 5.3).
+        gamma_d, gamma_u: Alg. 2's down and up factors of L (> 1).
+        spectral_norm_sq: σ_max(X)², if known; default a power-iteration estimate.
+        power_iterations: power iterations of that estimate.
+
+    Stops on the certified gap J(w_k) − D(α_k) ≤ tol·max(1, |J|) (best so far of both).
+
+    ``stats``: ``matvecs`` (products with X or Xᵀ), ``lipschitz_increases`` (trials that
+    failed (15) and raised L).
+
+    Example:
+        >>> import nsjax
+        >>> X, y = nsjax.datasets.breast_cancer()
+        >>> X = (X - X.mean(0)) / X.std(0)
+        >>> prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-2), X, y)
+        >>> sol = nsjax.solve(prob, nsjax.solvers.AGMEF(), tol=1e-6, max_steps=10_000)
+        >>> sol.result, bool(sol.gap <= 1e-6)
+        (<RESULTS.successful: 0>, True)
+    """
+
+    scheme: str = "dual"
+    epsilon: float | None = None
+    gamma_d: float = 2.0
+    gamma_u: float = 2.0
+    spectral_norm_sq: float | None = None
+    power_iterations: int = 20
+
+    supports_bias: ClassVar[bool] = True
+
+    def __post_init__(self):
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {SCHEMES}; got {self.scheme!r}. "
+                             "(Decreasing smoothness, Sec. 5.2, is nsjax.solvers.Pragam.)")
+        eps = self.epsilon
+        if eps is not None and (isinstance(eps, bool) or not isinstance(eps, (int, float))
+                                or not 0 < eps < float("inf")):
+            raise ValueError(f"epsilon must be a finite number > 0 or None; got {eps!r}.")
+        for name in ("gamma_d", "gamma_u"):
+            g = getattr(self, name)
+            if isinstance(g, bool) or not isinstance(g, (int, float)) or not 1 < g < 1e6:
+                raise ValueError(f"{name} must be a number > 1; got {g!r}.")
+        check_lipschitz_options(self.spectral_norm_sq, self.power_iterations)
+
+    @property
+    def target(self):
+        """ε of the smoothing (None: none)."""
+        if self.scheme == "primal" and self.epsilon is None:
+            return 1e-6
+        return self.epsilon
+
+    def check(self, problem):
+        check_svm_problem(problem, "AGMEF")
+
+    # -- the composite F = f + Ψ of each scheme ---------------------------------------------
+    def image(self, problem, x):
+        """K x: X w (primal) or Xᵀ(y∘α) (dual). One product."""
+        if self.scheme == "primal":
+            return problem.X.mv(x)
+        return problem.X.rmv(problem.y * x)
+
+    def smooth_part(self, problem, x, Kx, mu):
+        """f(x) from its image (no product)."""
+        if self.scheme == "primal":  # g*_μ: α(w) = Π_{Q₂}((1 − y∘Xw)/μ)
+            margin = 1.0 - problem.y * Kx
+            alpha = project_dual(problem, margin / mu)
+            return jnp.vdot(alpha, margin) - 0.5 * mu * jnp.vdot(alpha, alpha)
+        return -jnp.sum(x) + 0.5 * jnp.vdot(Kx, Kx) / problem.lam
+
+    def gradient(self, problem, u, Ku, mu):
+        """(f(u), ∇f(u), the other side's point at u). One product."""
+        lam, y = problem.lam, problem.y
+        if self.scheme == "primal":
+            margin = 1.0 - y * Ku
+            alpha = project_dual(problem, margin / mu)
+            value = jnp.vdot(alpha, margin) - 0.5 * mu * jnp.vdot(alpha, alpha)
+            return value, -problem.X.rmv(y * alpha), alpha
+        w = Ku / lam  # w(α) = Xᵀ(y∘α)/λ
+        return -jnp.sum(u) + 0.5 * lam * jnp.vdot(w, w), y * problem.X.mv(w) - 1.0, w
+
+    def regularizer(self, problem, x, mu):
+        """Ψ(x) (on its domain)."""
+        weight = problem.lam if self.scheme == "primal" else mu
+        return 0.5 * weight * jnp.vdot(x, x)
+
+    def strong_convexity(self, problem, mu):
+        """λ₂ of Ψ (λ₁ = 0)."""
+        return problem.lam if self.scheme == "primal" else mu
+
+    def model_minimizer(self, problem, x0, G, inv_A, mu):
+        """argmin_x ½(1/A)‖x − x₀‖² + Ψ(x) + ⟨Ḡ, x⟩ (step 9, divided by A)."""
+        point = (inv_A * x0 - G) / (inv_A + self.strong_convexity(problem, mu))
+        return point if self.scheme == "primal" else project_dual(problem, point)
+
+    def certificate(self, problem, state_x, Kx, G, other, bias):
+        """(primal point with its bias, J there, D of the dual point): the true gap."""
+        y = problem.y
+        if self.scheme == "primal":  # w = x_k; α_k = other, Xᵀ(y∘α_k) = −Ḡ
+            w, S = state_x, Kx
+            lower = jnp.sum(other) - 0.5 * jnp.vdot(G, G) / problem.lam
+        else:  # α = x_k, w_k = other, X w_k = y∘(Ḡ + 1)
+            w, S = other, y * (G + 1.0)
+            lower = svm_dual_value(problem, state_x, Kx / problem.lam)
+        w_b, value = with_best_bias(problem, w, S, bias)
+        return w_b, value, lower
+
+    def smoothed_gap(self, problem, state: AGMEFState):
+        """F's own duality gap (Sec. 3.3, eq. 23): J_μ(w_k) − D_μ(α_k) for "primal",
+        −D_μ(α_k) − (−J_μ(w_k)) for "dual" (without a bias: J_μ needs the scores of w_k).
+        For diagnostics and the linear-rate test; one product for the dual scheme."""
+        mu, y, lam = state.mu, problem.y, problem.lam
+        if self.scheme == "primal":
+            F = self.smooth_part(problem, state.x, state.Kx, mu) + 0.5 * lam * jnp.vdot(
+                state.x, state.x)
+            alpha = state.other
+            D_mu = (jnp.sum(alpha) - 0.5 * jnp.vdot(state.G, state.G) / lam
+                    - 0.5 * mu * jnp.vdot(alpha, alpha))
+            return F - D_mu
+        alpha, w = state.x, state.other
+        minus_D_mu = (self.smooth_part(problem, alpha, state.Kx, mu)
+                      + 0.5 * mu * jnp.vdot(alpha, alpha))
+        margin = 1.0 - y * problem.X.mv(w)
+        beta = project_dual(problem, margin / jnp.maximum(mu, jnp.finfo(mu.dtype).tiny))
+        J_mu = jnp.where(mu > 0, jnp.vdot(beta, margin) - 0.5 * mu * jnp.vdot(beta, beta),
+                         jnp.mean(jnp.maximum(margin, 0.0))) + 0.5 * lam * jnp.vdot(w, w)
+        return J_mu + minus_D_mu
+
+    # -- Alg. 1–2 ------------------------------------------------------------------------
+    def init(self, problem, w0) -> AGMEFState:
+        dt, n = problem.dtype, problem.X.shape[0]
+        target = self.target
+        mu = jnp.asarray(0.0 if target is None else 2.0 * n * target, dt)  # μ = ε/D₂
+        sq, products = spectral_norm_sq(problem, self.spectral_norm_sq, self.power_iterations)
+        coef, bias = problem.split_bias(w0)
+        S0 = problem.scores(w0)
+        if self.scheme == "primal":
+            L = sq / mu
+            x0 = coef
+        else:
+            L = sq / problem.lam
+            # A start in Q₂ from w⁰: β = clip(1 − yᵢ sᵢ, 0, 1), the hinge's dual at w⁰.
+            margin = 1.0 - problem.y * S0
+            x0 = project_dual(problem, jnp.clip(margin, 0.0, 1.0) / n)
+        Kx0 = self.image(problem, x0)
+        _, grad, other = self.gradient(problem, x0, Kx0, mu)
+        zero = jnp.zeros((), dt)
+        # The recorded start is the caller's w⁰ (a warm start is never lost), with the bound
+        # of the dual point at x₀ (α(x₀) for the primal scheme, α₀ itself for the dual).
+        lower = self.certificate(problem, x0, Kx0, grad, other, bias)[2]
+        stats = counters(matvecs=products + 3, lipschitz_increases=0)
+        return AGMEFState(
+            core=Core(w0, problem.value(w0, S0), lower, stats), x=x0, z=x0, Kx=Kx0, Kz=Kx0, x0=x0,
+            G=jnp.zeros_like(grad), C=zero, other=jnp.zeros_like(other),
+            inv_A=jnp.asarray(jnp.inf, dt), lipschitz=L * self.gamma_d, mu=mu)
+
+    def attempt(self, problem, state: AGMEFState, L) -> _Trial:
+        """Steps 5–10 of Alg. 1 with the estimate L, and whether (15) holds after them."""
+        lam2 = self.strong_convexity(problem, state.mu)
+        lam = lam2  # λ = λ₁ + λ₂ with λ₁ = 0
+        eps = state.inv_A
+        first = jnp.isinf(eps)
+        # Step 5 divided by A_k²: L ρ² − ρ(λ + 1/A + λ₂) − (λ + 1/A) = 0, ρ = a/A_k.
+        safe_eps = jnp.where(first, 0.0, eps)
+        b = lam + safe_eps + lam2
+        rho = (b + jnp.sqrt(b * b + 4 * L * (lam + safe_eps))) / (2 * L)
+        new_w = jnp.where(first, 1.0, rho / (1 + rho))  # a_{k+1}/A_{k+1}
+        old_w = 1.0 - new_w  # A_k/A_{k+1}
+        inv_A = jnp.where(first, L, safe_eps / (1 + rho))  # A₁ = a₁ = 1/L (λ₁ = 0)
+        # Step 6–7 divided by A_k: τ₁ = 1/A + λ, τ₃ = λ₂ a/A_{k+1}, u = θ z + (1 − θ) x.
+        tau1 = safe_eps + lam
+        tau3 = lam2 * new_w
+        theta = jnp.where(first, 1.0, new_w * tau1 / jnp.where(tau1 + tau3 > 0,
+                                                                 tau1 + tau3, 1.0))
+        u = theta * state.z + (1 - theta) * state.x
+        Ku = theta * state.Kz + (1 - theta) * state.Kx
+        f_u, grad, other_u = self.gradient(problem, u, Ku, state.mu)
+        # Step 8: ψ_{k+1} = ψ_k + a_{k+1}[Ψ + ℓ_f(·; u)], kept as averages.
+        G = old_w * state.G + new_w * grad
+        C = old_w * state.C + new_w * (f_u - jnp.vdot(grad, u))
+        other = old_w * state.other + new_w * other_u
+        z = self.model_minimizer(problem, state.x0, G, inv_A, state.mu)  # step 9
+        Kz = self.image(problem, z)
+        x = old_w * state.x + new_w * z  # step 10
+        Kx = old_w * state.Kx + new_w * Kz
+        # (15) at k+1, divided by A_{k+1}: F(x) ≤ ψ(z)/A.
+        F = self.smooth_part(problem, x, Kx, state.mu) + self.regularizer(problem, x, state.mu)
+        d = z - state.x0
+        psi = (0.5 * inv_A * jnp.vdot(d, d) + self.regularizer(problem, z, state.mu) + C
+               + jnp.vdot(G, z))
+        slack = 64 * jnp.finfo(F.dtype).eps * (jnp.abs(F) + jnp.abs(psi) + jnp.abs(C))
+        return _Trial(x, z, Kx, Kz, G, C, other, inv_A, F <= psi + slack)
+
+    def step(self, problem, state: AGMEFState) -> AGMEFState:
+        L0 = state.lipschitz / self.gamma_d  # Alg. 2, step 6 (and 8 once)
+
+        def fails(carry):
+            return ~carry[0].holds
+
+        def raise_L(carry):
+            _, L, raises = carry
+            L = L * self.gamma_u
+            return self.attempt(problem, state, L), L, raises + 1
+
+        trial, L, raises = jax.lax.while_loop(
+            fails, raise_L, (self.attempt(problem, state, L0), L0, jnp.zeros((), jnp.int32)))
+        bias = problem.split_bias(state.core.w)[1]
+        w_b, value, lower = self.certificate(problem, trial.x, trial.Kx, trial.G, trial.other,
+                                             bias)
+        stats = count(state.core.stats, matvecs=2 * (1 + raises), lipschitz_increases=raises)
+        return AGMEFState(
+            core=Core(w_b, value, lower, stats), x=trial.x, z=trial.z, Kx=trial.Kx,
+            Kz=trial.Kz, x0=state.x0, G=trial.G, C=trial.C, other=trial.other,
+            inv_A=trial.inv_A, lipschitz=L, mu=state.mu)
