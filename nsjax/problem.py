@@ -74,7 +74,7 @@ class Problem:
             The bias is the last entry of the weights (last row for (d, K)): ``w_shape`` is
             (d + 1,), `split_bias` separates them. Needs a loss with ``center_dual``
             (Hinge, Logistic, Squared), and a solver that supports it (``supports_bias``:
-            SubLBFGS, SubBFGS, Pragam); others refuse before compiling. The certified gap
+            SubLBFGS, SubBFGS, Pragam, AGMEF); others refuse before compiling. The certified gap
             then comes from dual points projected onto Σᵢ uᵢ = 0 (the dual's bias
             hyperplane).
 
