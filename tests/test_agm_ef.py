@@ -1,7 +1,8 @@
-"""AGM-EF-∞ with adaptive L (paper 003, Alg. 1–2) on the linear SVM: the linear decay of
-the smoothed gap (Theorem 6 / 10), Theorem 10's bound with a fixed L, Theorem 19 (primal
-smoothing to ε gives a 2ε-accurate w), and its options. The cvxpy optimum, gap validity,
-jit, dtypes and sweeps are in the registry's invariant tests, the bias in test_bias.py."""
+"""AGM-EF-∞ and AGM-EF-1 with adaptive L (paper 003, Alg. 1–4) on the linear SVM: the
+linear decay of the smoothed gap (Theorems 6 / 10 and 14), Theorem 10's bound with a fixed
+L, Theorem 19 (primal smoothing to ε gives a 2ε-accurate w), and their options. The cvxpy
+optimum, gap validity, jit, dtypes and sweeps are in the registry's invariant tests, the
+bias in test_bias.py."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from reference import cvxpy_optimum, random_binary
 
 import nsjax
-from nsjax.solvers import AGMEF
+from nsjax.solvers import AGMEF, AGMEF1
 
 N, D, LAM = 60, 6, 0.1
 STEPS = 300
@@ -29,13 +30,13 @@ def svm(seed=0):
 @functools.partial(jax.jit, static_argnames=("solver",))
 def trace(problem, solver):
     """Per step: the smoothed gap (Theorem 10's δ_k), the true certified gap, J(w_k), 1/A_k
-    and L_k."""
+    (AGM-EF-∞; AGM-EF-1 has no A_k) and L_k."""
     state = solver.init(problem, problem.zeros())
 
     def body(state, _):
         state = solver.step(problem, state)
         return state, (solver.smoothed_gap(problem, state), state.core.gap, state.core.value,
-                       state.inv_A, state.lipschitz)
+                       getattr(state, "inv_A", state.core.gap), state.lipschitz)
 
     return jax.lax.scan(body, state, None, length=STEPS)[1]
 
@@ -47,20 +48,25 @@ def tail_slope(gaps):
     return np.polyfit(k[keep], np.log(gaps[keep]), 1)[0]
 
 
+@pytest.mark.parametrize("method", [AGMEF, AGMEF1])
 @pytest.mark.parametrize("scheme", ["primal", "dual"])
-def test_smoothed_gap_decays_linearly_at_least_at_theorem_6s_rate(scheme):
-    """λ₂ > 0 (Ψ = λ/2‖w‖² in the primal, μ/2‖α‖² in the dual): the gap of Sec. 3.3 decays
-    linearly, at least as fast as Theorem 6's (1 + √(λ₂/(4L)))⁻² per step with the global
-    L — with L fixed at its exact value, and (faster) with the adaptive L of Alg. 2."""
+def test_smoothed_gap_decays_linearly_at_least_at_the_theorems_rate(method, scheme):
+    """λ₂ > 0 (Ψ = λ/2‖w‖² in the primal, μ/2‖α‖² in the dual): the gap of Sec. 3.3 / 4.2
+    decays linearly, at least as fast as the theorem's rate per step with the global L —
+    AGM-EF-∞: (1 + √(λ₂/(4L)))⁻² (Theorem 6); AGM-EF-1: 1 − √(λ₂/(L + λ₂)) (Theorem 14) —
+    with L fixed at its exact value, and (faster) with the adaptive L of Alg. 2 / 4."""
     X, _, prob = svm()
     eps = 1e-3
     mu = 2 * N * eps
     sq = float(np.linalg.norm(X, 2) ** 2)
     L = sq / (mu if scheme == "primal" else LAM)
     lam2 = LAM if scheme == "primal" else mu
-    theory = -2 * np.log1p(np.sqrt(lam2 / (4 * L)))
-    fixed = AGMEF(scheme=scheme, epsilon=eps, spectral_norm_sq=sq, gamma_d=1 + 1e-12)
-    adaptive = AGMEF(scheme=scheme, epsilon=eps)
+    if method is AGMEF:
+        theory = -2 * np.log1p(np.sqrt(lam2 / (4 * L)))
+    else:
+        theory = np.log1p(-np.sqrt(lam2 / (L + lam2)))
+    fixed = method(scheme=scheme, epsilon=eps, spectral_norm_sq=sq, gamma_d=1 + 1e-12)
+    adaptive = method(scheme=scheme, epsilon=eps)
     slope_fixed = tail_slope(np.asarray(trace(prob, fixed)[0]))
     slope_adaptive = tail_slope(np.asarray(trace(prob, adaptive)[0]))
     assert slope_fixed <= theory, (slope_fixed, theory)
@@ -80,14 +86,15 @@ def test_dual_gap_obeys_theorem_10_with_a_fixed_lipschitz_constant():
     assert np.max(smoothed / (M * inv_A)) > 1e-3  # not vacuous
 
 
-def test_primal_smoothing_to_epsilon_gives_a_2_epsilon_accurate_w():
+@pytest.mark.parametrize("method", [AGMEF, AGMEF1])
+def test_primal_smoothing_to_epsilon_gives_a_2_epsilon_accurate_w(method):
     """Theorem 19: once J_μ(w_k) − min J_μ ≤ ε (certified here by the smoothed gap), J(w_k)
     − min J ≤ 2ε, with μ = ε/D₂ (eq. 57)."""
     X, y, prob = svm(2)
     J_star = cvxpy_optimum(X, y, LAM, loss="hinge", reg="l2")[0]
     for eps in (1e-2, 1e-3):
-        smoothed, gap, value, _, _ = map(np.asarray, trace(prob, AGMEF(scheme="primal",
-                                                                       epsilon=eps)))
+        smoothed, gap, value, *_ = map(np.asarray, trace(prob, method(scheme="primal",
+                                                                      epsilon=eps)))
         k = int(np.argmax(smoothed <= eps))
         assert smoothed[k] <= eps, "the smoothed gap never reached ε"
         assert value[k] - J_star <= 2 * eps
@@ -101,7 +108,7 @@ def test_both_schemes_reach_the_optimum_on_real_data():
     lam = 1e-2
     prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y)
     ref = nsjax.solve(prob, tol=1e-10)
-    for solver in (AGMEF(), AGMEF(scheme="primal", epsilon=1e-8)):
+    for solver in (AGMEF(), AGMEF(scheme="primal", epsilon=1e-8), AGMEF1()):
         sol = nsjax.solve(prob, solver, tol=1e-6, max_steps=20_000)
         assert sol.result == nsjax.RESULTS.successful, solver
         assert 0 <= float(sol.value - ref.value) + 1e-10 <= float(sol.gap) + 2e-10
@@ -115,9 +122,10 @@ def test_both_schemes_reach_the_optimum_on_real_data():
     (dict(gamma_d="2"), "gamma_d"),
     (dict(power_iterations=0), "power_iterations"),
 ])
-def test_bad_options_are_refused(options, match):
+@pytest.mark.parametrize("method", [AGMEF, AGMEF1])
+def test_bad_options_are_refused(method, options, match):
     with pytest.raises(ValueError, match=match):
-        AGMEF(**options)
+        method(**options)
 
 
 def test_refuses_other_losses():

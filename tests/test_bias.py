@@ -66,7 +66,7 @@ def test_the_bias_is_the_last_weight():
 
 CASES = [(solver, loss, seed) for solver, losses in
          [("SubLBFGS", ("hinge", "logistic")), ("SubBFGS", ("hinge",)), ("Pragam", ("hinge",)),
-          ("AGMEF", ("hinge",))]
+          ("AGMEF", ("hinge",)), ("AGMEF1", ("hinge",))]
          for loss in losses for seed in range(2)]
 
 

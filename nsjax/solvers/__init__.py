@@ -3,6 +3,7 @@ and the parts they are built from (line searches, quasi-Newton memories)."""
 
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.agm_ef import AGMEF
+from nsjax.solvers.agm_ef1 import AGMEF1
 from nsjax.solvers.base import Best, Core, Solver
 from nsjax.solvers.bmrm import BMRM
 from nsjax.solvers.hybrid import Hybrid
@@ -16,7 +17,7 @@ from nsjax.solvers.pragam import Pragam
 from nsjax.solvers.sublbfgs import SubBFGS, SubLBFGS
 
 __all__ = [
-    "AGMEF", "BMRM", "Best", "Core", "DenseBFGSMemory", "ExactLineSearch", "Hybrid", "LBFGSMemory",
-    "LineSearchBMRM", "OBA", "OWLQN", "OWLQNStar", "Pragam", "Solver", "SubBFGS", "SubLBFGS",
-    "WolfeLineSearch", "solver_options",
+    "AGMEF", "AGMEF1", "BMRM", "Best", "Core", "DenseBFGSMemory", "ExactLineSearch", "Hybrid",
+    "LBFGSMemory", "LineSearchBMRM", "OBA", "OWLQN", "OWLQNStar", "Pragam", "Solver", "SubBFGS",
+    "SubLBFGS", "WolfeLineSearch", "solver_options",
 ]

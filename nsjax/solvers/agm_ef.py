@@ -39,7 +39,8 @@ D_μ = D − μ/2‖α‖² ≥ D − ε), without it closes as O(1/k²). `smoot
 J_μ(w_k) − D_μ(α_k), the quantity of Theorem 10 that decays linearly when λ₁ + λ₂ > 0.
 
 The third scheme of Sec. 5, decreasing smoothness (Sec. 5.2: the excessive gap technique),
-is `nsjax.solvers.Pragam`. AGM-EF-1 (Alg. 3–4) and the entropy geometry are not here yet.
+is `nsjax.solvers.Pragam`; AGM-EF-1 (Alg. 3–4) is `nsjax.solvers.AGMEF1`. The entropy
+geometry (a Bregman prox on the simplex) is not here yet.
 """
 
 from __future__ import annotations
