@@ -77,16 +77,18 @@ def default_solver(problem) -> Solver:
     """What `solve`, `sweep` and `solve_batch` use when no solver is given: the
     `Hybrid` (subLBFGS, then the exact-line-search BMRM; it ends with a closed certified
     gap) where its bundle phase applies (the L2 regularizer and λ > 0, or λ traced);
-    `OBA` for a smooth loss with an L1 part (L1, ElasticNet); else, and for a problem with
-    a bias, `SubLBFGS`."""
+    `OBA` for a smooth loss with an L1 part (L1, ElasticNet); else `SubLBFGS`. With a
+    bias: the `Hybrid` where the loss gives its lines (the hinge), else `SubLBFGS`."""
     from nsjax.solvers import OBA, Hybrid, SubLBFGS
 
     lam = problem.lam
-    if problem.bias:  # the hybrid's bundle phase has no bias yet
-        return SubLBFGS()
-    if problem.quadratic_regularizer and (is_traced(lam) or float(lam) > 0):
+    reg = problem.reg.inner if problem.bias else problem.reg
+    # With a bias the bundle phase needs the exact best b (a loss with lines); the L1
+    # methods do not take a bias.
+    if (reg.quadratic and (is_traced(lam) or float(lam) > 0)
+            and (problem.has_lines or not problem.bias)):
         return Hybrid()
-    if problem.smooth_loss and problem.reg.has_l1:
+    if problem.smooth_loss and reg.has_l1 and not problem.bias:
         return OBA()
     return SubLBFGS()
 

@@ -18,7 +18,7 @@ R is a minorant, so the lower bound stays valid, and the model's minimum is unch
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from nsjax.problem import is_traced
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.base import Core, Solver, count, counters
+from nsjax.solvers.bias import bias_cut
 from nsjax.solvers.line_search import ExactLineSearch
 from nsjax.solvers.simplex_qp import solve_simplex_qp
 
@@ -50,8 +51,14 @@ class BundleState(NamedTuple):
 
 
 def check_bundle_problem(problem, name):
-    """Bundle methods minimize their model through the dual of λ/2‖w‖² (w = −Aα/λ)."""
-    if not problem.quadratic_regularizer:
+    """Bundle methods minimize their model through the dual of λ/2‖w‖² (w = −Aα/λ); with a
+    bias they model R̃(w) = min_b R(Xw + b), whose b is found by exact line searches."""
+    reg = problem.reg.inner if problem.bias else problem.reg
+    if problem.bias and not problem.has_lines:
+        raise ValueError(f"{name} with a bias needs a loss that gives its lines (Hinge), to "
+                         "find the best bias exactly; use SubLBFGS() for "
+                         f"{type(problem.loss).__name__} with a bias.")
+    if not reg.quadratic:
         raise ValueError(f"{name} needs the L2 regularizer (its model is minimized through "
                          "the dual of λ/2‖w‖²).")
     lam = problem.lam
@@ -88,6 +95,9 @@ class BMRM(Solver):
     line_search: str = "none"
     qp_iterations: int = 300
 
+    #: With a bias, the model is of R̃(w) = min_b R(Xw + b) (`nsjax.solvers.bias`).
+    supports_bias: ClassVar[bool] = True
+
     def __post_init__(self):
         if not (isinstance(self.capacity, int) and self.capacity >= 2):
             raise ValueError(f"capacity must be an int >= 2; got {self.capacity!r}.")
@@ -103,8 +113,7 @@ class BMRM(Solver):
 
     def init(self, problem, w0) -> BundleState:
         dt = problem.dtype
-        S = problem.scores(w0)
-        value, a, b = problem.cut(w0, S)
+        w0, S, value, a, b = self.cut(problem, w0, problem.scores(w0))
         c = self.capacity
         core = Core(w0, value, jnp.asarray(-jnp.inf, dt),
                     counters(matvecs=2, aggregations=0, dropped_cuts=0))
@@ -171,6 +180,14 @@ class BMRM(Solver):
     def step(self, problem, state: BundleState) -> BundleState:
         return self.iterate(problem, self.insert(state))
 
+    @staticmethod
+    def cut(problem, w, S):
+        """(w, S, J(w), a, b): `Problem.cut` at w; with a bias, at w's best bias, a cut of
+        R̃ (`nsjax.solvers.bias.bias_cut`)."""
+        if problem.bias:
+            return bias_cut(problem, w, S)
+        return (w, S, *problem.cut(w, S))
+
     def iterate(self, problem, state: BundleState) -> BundleState:
         """The rest of a step, after `insert`: minimize the model, move, take the next
         cut. Reads the bundle, never writes A."""
@@ -180,9 +197,10 @@ class BMRM(Solver):
         Aalpha = jnp.tensordot(alpha, A, axes=1)
         dual = -jnp.vdot(Aalpha, Aalpha) / (2 * lam) + jnp.vdot(alpha, b)  # D(α) ≤ J*
         w_model = -Aalpha / lam
-
-        S_model = problem.scores(w_model)
         w_now, S_now = state.core.w, state.S
+        if problem.bias:  # the model is flat in b (every cut's bias entry is 0): keep it
+            w_model = w_model.at[-1].set(w_now[-1])
+        S_model = problem.scores(w_model)
         if self.line_search == "exact":
             # OCAS (Franc & Sonnenburg 2008; paper 000 Sec. 7.4): search the line from the
             # current iterate w_b to the model's minimizer exactly, then take the next cut a
@@ -195,14 +213,13 @@ class BMRM(Solver):
             value_ls = problem.value(w_ls, S_ls)
             w_cut = (1 - OCAS_MU) * w_ls + OCAS_MU * w_model
             S_cut = (1 - OCAS_MU) * S_ls + OCAS_MU * S_model
-            value_cut, a, cut_b = problem.cut(w_cut, S_cut)
+            w_cut, S_cut, value_cut, a, cut_b = self.cut(problem, w_cut, S_cut)
             cut_better = value_cut < value_ls
             w_new = jnp.where(cut_better, w_cut, w_ls)
             S_new = jnp.where(cut_better, S_cut, S_ls)
             value = jnp.minimum(value_cut, value_ls)
         else:
-            w_new, S_new = w_model, S_model
-            value, a, cut_b = problem.cut(w_new, S_new)
+            w_new, S_new, value, a, cut_b = self.cut(problem, w_model, S_model)
         stats = count(state.core.stats, matvecs=2)
         return state._replace(core=Core(w_new, value, dual, stats), S=S_new, cut_a=a,
                               cut_b=cut_b, cut_q=self.gram_row(A, valid, a), alpha=alpha,

@@ -27,14 +27,14 @@ one compiled loop with one history and one certified gap:
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from nsjax.results import RESULTS
 from nsjax.solvers._options import solver_options
-from nsjax.solvers.base import Core, Solver
+from nsjax.solvers.base import Core, Solver, count
 from nsjax.solvers.bmrm import BMRM, BundleState, check_bundle_problem
 from nsjax.solvers.sublbfgs import PendingUpdate, SubLBFGS, SubQNState, certify_at_end
 
@@ -81,6 +81,10 @@ class Hybrid(Solver):
     bmrm: BMRM = BMRM(line_search="exact")
     window: int = 10
     horizon: float = 1e4
+
+    #: With a bias, phase 2 starts with an empty bundle: phase 1's cuts have Σū ≠ 0, so
+    #: they bound R̃(w) = min_b R(Xw + b) by −inf (`nsjax.solvers.bias`).
+    supports_bias: ClassVar[bool] = True
 
     def __post_init__(self):
         if not isinstance(self.sublbfgs, SubLBFGS):
@@ -164,7 +168,14 @@ class Hybrid(Solver):
         """Phase 2's start at subLBFGS's iterate (the bundle state without A)."""
         core = Core(sub.core.w, sub.core.value, jnp.asarray(-jnp.inf, sub.core.value.dtype),
                     bundle.core.stats)
-        return self.bundle_solver(problem).warm_start(
+        bmrm = self.bundle_solver(problem)
+        if problem.bias:  # a fresh bundle from a cut of R̃ at subLBFGS's iterate
+            w, S, value, a, b = bmrm.cut(problem, sub.core.w, sub.S)
+            core = core._replace(w=w, value=value,
+                                 stats=count(core.stats, matvecs=1))
+            return bmrm.warm_start(core, S, a, b, A, bundle.b, jnp.zeros_like(bundle.valid),
+                                   bundle.age)._replace(A=None)
+        return bmrm.warm_start(
             core, sub.S, bundle.cut_a, bundle.cut_b, A, bundle.b, bundle.valid,
             bundle.age)._replace(A=None)
 

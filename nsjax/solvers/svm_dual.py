@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from nsjax.losses.hinge import Hinge
 from nsjax.problem import is_traced
 from nsjax.projections import project_box_section
-from nsjax.solvers.line_search import ExactLineSearch
+from nsjax.solvers.bias import best_bias
 
 
 def estimate_spectral_norm_sq(X, iterations: int = 20, key=None):
@@ -108,17 +108,8 @@ def svm_dual_value(problem, alpha, w_alpha):
 
 def with_best_bias(problem, w, S, bias):
     """(the solver's iterate, J there) for coefficients w with scores S = Xw: w itself, or,
-    with a bias, (w, b) with b = argmin J(w, ·) found from ``bias`` by two exact line
-    searches along ±b (no product with X)."""
+    with a bias, (w, b) with b = argmin J(w, ·) found from ``bias`` (`best_bias`)."""
     if not problem.bias:
         return w, problem.value(w, S)
-    w_b = jnp.concatenate([w, bias[None]])
-    e = jnp.zeros_like(w_b).at[-1].set(1.0)
-    ones = jnp.ones_like(S)
-    S_b = S + bias
-    search = ExactLineSearch()
-    up = search.search(problem, w_b, S_b, e, ones).eta
-    down = search.search(problem, w_b, S_b, -e, -ones).eta
-    step = jnp.where(jnp.isfinite(up), up, 0.0) - jnp.where(jnp.isfinite(down), down, 0.0)
-    w_b = w_b.at[-1].add(step)
-    return w_b, problem.value(w_b, S_b + step)
+    w_b, S_b = best_bias(problem, jnp.concatenate([w, bias[None]]), S + bias)
+    return w_b, problem.value(w_b, S_b)

@@ -1,0 +1,51 @@
+"""The unregularized bias (`Problem(..., bias=True)`) for solvers that eliminate it:
+R̃(w) = min_b R(Xw + b), found exactly along the bias coordinate.
+
+Bundle methods model R̃ instead of R: a cut of R at (w, b*) from a subgradient u ∈ ∂R with
+Σᵢ uᵢ = 0 (which exists exactly at an optimal b*, 0 ∈ Σ ∂R) is a cut of R̃, so their QP over
+the simplex is unchanged (a cut with Σu ≠ 0 bounds R̃ by −inf). The Nesterov solvers use
+the exact b* to evaluate J at a primal point that carries no bias.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from nsjax.solvers.line_search import ExactLineSearch
+
+
+def best_bias(problem, w, S):
+    """(w, S) with w's bias replaced by argmin_b J(w, b), from S = Xw + b: two exact line
+    searches along ±b from the current bias (no product with X; needs a loss with lines)."""
+    e = jnp.zeros_like(w).at[-1].set(1.0)
+    ones = jnp.ones_like(S)
+    search = ExactLineSearch()
+    up = search.search(problem, w, S, e, ones).eta
+    down = search.search(problem, w, S, -e, -ones).eta
+    step = jnp.where(jnp.isfinite(up), up, 0.0) - jnp.where(jnp.isfinite(down), down, 0.0)
+    return w.at[-1].add(step), S + step
+
+
+def centered_subgradient(problem, S):
+    """u ∈ ∂R(S) with Σu = 0 at an optimal bias: the mix of the steepest subgradients up
+    and down the bias, u = θ u₊ + (1 − θ) u₋ with Σu₊ ≥ 0 ≥ Σu₋ (the one-sided derivatives
+    in b), θ chosen so that the sum vanishes (to rounding)."""
+    ones = jnp.ones_like(S)
+    u_up = problem.loss.argsup(S, ones, problem.y)
+    u_down = problem.loss.argsup(S, -ones, problem.y)
+    up, down = jnp.sum(u_up), jnp.sum(u_down)
+    spread = up - down
+    theta = jnp.where(spread > 0, jnp.clip(-down / jnp.where(spread > 0, spread, 1.0), 0, 1),
+                      0.5)
+    return theta * u_up + (1 - theta) * u_down
+
+
+def bias_cut(problem, w, S):
+    """At the best bias for w's coefficients: (w, S, J(w), a, b) with the cut of R̃,
+    R̃(v) ≥ ⟨a, v⟩ + b (a's bias entry 0), as `Problem.cut` gives it for R. One product
+    with Xᵀ."""
+    w, S = best_bias(problem, w, S)
+    u = centered_subgradient(problem, S)
+    risk = problem.loss.risk(S, problem.y)
+    a = problem.rmv(u).at[-1].set(0.0)
+    return w, S, problem.reg.value(w) + risk, a, risk - jnp.vdot(a, w)
