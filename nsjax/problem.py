@@ -71,12 +71,12 @@ class Problem:
             `jax.vmap`), where labels cannot be sorted; checks of values (NaN in X, labels
             outside ``classes``, λ ≥ 0) are then skipped, shapes are still checked.
         bias: add an unregularized bias b: J(w, b) = λΩ(w) + R(Xw + b) (paper 004, eq. 20).
-            The bias is the last entry of the weights (last row for (d, K)): ``w_shape`` is
-            (d + 1,), `split_bias` separates them. Needs a loss with ``center_dual``
-            (Hinge, Logistic, Squared), and a solver that supports it (``supports_bias``:
-            SubLBFGS, SubBFGS, Pragam, AGMEF); others refuse before compiling. The certified gap
-            then comes from dual points projected onto Σᵢ uᵢ = 0 (the dual's bias
-            hyperplane).
+            The bias is the last entry of the weights: ``w_shape`` is (d + 1,), and
+            `split_bias` separates them. Needs a loss with one score per example and
+            ``center_dual`` (Hinge, Logistic, Squared), and a solver with
+            ``supports_bias`` (the others refuse before compiling and name those that
+            have it). The certified gap then comes from dual points projected onto
+            Σᵢ uᵢ = 0 (the dual's bias hyperplane).
 
     Raises:
         ValueError / TypeError: on bad input, before anything is compiled, naming the

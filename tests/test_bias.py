@@ -180,3 +180,24 @@ def test_sweep_with_a_bias_equals_solve():
         one = nsjax.solve(prob.with_lam(lam), S.SubLBFGS(), tol=1e-9)
         assert one.result == RESULTS.successful == int(sols.result[i])
         assert abs(float(sols.value[i]) - float(one.value)) <= 1e-8
+
+
+@pytest.mark.parametrize("inner", [nsjax.regularizers.L2(0.3), nsjax.regularizers.L1(0.2),
+                                   nsjax.regularizers.ElasticNet(0.2, 0.3)])
+def test_unpenalized_leaves_the_bias_row_free(inner):
+    """`Unpenalized(inner)`: inner on every row but the last; its conjugate is inner's plus
+    the indicator of a zero bias row (Fenchel–Young holds on random points)."""
+    reg = nsjax.regularizers.Unpenalized(inner)
+    rng = np.random.default_rng(0)
+    w, p = jnp.asarray(rng.normal(size=5)), jnp.asarray(rng.normal(size=5))
+    assert float(reg.value(w)) == pytest.approx(float(inner.value(w[:-1])))
+    assert float(reg.subgradient(w)[-1]) == 0.0
+    assert float(reg.argsup(w, p)[0][-1]) == 0.0
+    np.testing.assert_allclose(reg.prox(w, 0.7)[:-1], inner.prox(w[:-1], 0.7))
+    assert float(reg.prox(w, 0.7)[-1]) == float(w[-1])
+    v = jnp.asarray(rng.normal(size=5)).at[-1].set(0.0)
+    assert float(reg.conjugate(v)) == pytest.approx(float(inner.conjugate(v[:-1])))
+    assert float(reg.conjugate(v.at[-1].set(1e-3))) == np.inf
+    for _ in range(20):
+        w = jnp.asarray(rng.normal(size=5) * 3)
+        assert float(reg.value(w) + reg.conjugate(v)) >= float(jnp.vdot(v, w)) - 1e-12
