@@ -1,4 +1,5 @@
-"""Binary hinge-loss SVM benchmark: nsjax's hybrid, subLBFGS and BMRMs vs LIBLINEAR and optax.
+"""Binary hinge-loss SVM benchmark: nsjax's hybrid, subLBFGS, BMRMs and Pragam vs LIBLINEAR
+and optax.
 
 Objective (no bias), identical for every method:
 
@@ -26,18 +27,21 @@ method's certified gap) with the relative gap of J* to it.
 Methods and how each is timed (``time.perf_counter``; JAX results are synced with
 ``block_until_ready`` or by reading a scalar back to the host):
 
-* nsjax, five solvers, all started at w = 0:
+* nsjax, six solvers, all started at w = 0:
   ``SubLBFGS(memory=15, certify=False)`` (exact line search, the "auto" default for the
   hinge; max_steps ``sub_steps``), the default solver ``Hybrid(sublbfgs=SubLBFGS(memory=15,
   certify=False))`` (subLBFGS, then the OCAS-like BMRM warm-started with its cuts, paper 000
   Sec. 8; ``sub_steps``), qp-BMRM ``BMRM()`` (paper 001, Alg. 1; ``bmrm_steps``),
-  ``BMRM(line_search="exact")`` (OCAS-like ls-BMRM of paper 000, Sec. 7.4; ``bmrm_steps``)
-  and ``LineSearchBMRM()`` (ls-BMRM, paper 001 eq. 15; ``ls_steps``). Each stops when its
-  certified gap is <= ``STOP_TOL`` * max(1, |J|) (the BMRM family and the hybrid get
-  there; subLBFGS's in-loop gap seldom does, so it usually runs to max_steps). The plotted
-  value at step k is ``sol.history.best[k]``: J of what ``solve(max_steps=k)`` returns, the
-  best iterate so far (w = 0 included), for every solver. ``history.value`` (J of step k's own
-  iterate; not monotone for the BMRM family) is kept in the JSON as "iterate_values".
+  ``BMRM(line_search="exact")`` (OCAS-like ls-BMRM of paper 000, Sec. 7.4; ``bmrm_steps``),
+  ``LineSearchBMRM()`` (ls-BMRM, paper 001 eq. 15; ``ls_steps``) and ``Pragam()``
+  (Nesterov's excessive-gap method on the SVM dual, paper 004 Alg. 1: three products with
+  X a step and O(1/k^2) on its certified gap, so many cheap steps; ``pragam_steps``). Each
+  stops when its certified gap is <= ``STOP_TOL`` * max(1, |J|) (the BMRM family, the
+  hybrid and Pragam get there; subLBFGS's in-loop gap seldom does, so it usually runs to
+  max_steps). The plotted value at step k is ``sol.history.best[k]``: J of what
+  ``solve(max_steps=k)`` returns, the best iterate so far (w = 0 included), for every
+  solver. ``history.value`` (J of step k's own iterate; not monotone for the BMRM family)
+  is kept in the JSON as "iterate_values".
 
   Compile time is measured apart: a first call is timed, then the identical call again
   (compiled); compile = first - second. That call has ``tol=1e30`` (the run stops at
@@ -124,6 +128,7 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -177,10 +182,11 @@ HYB = "nsjax Hybrid (default)"
 QP_BMRM = "qp-BMRM"
 OCAS = "ls-BMRM exact (OCAS-like)"
 LS_BMRM = "ls-BMRM eq.15"
+PRAGAM = "Pragam"
 SHORT = {SUB: "SubLBFGS", HYB: "Hybrid", QP_BMRM: "qp-BMRM", OCAS: "OCAS-like",
-         LS_BMRM: "ls-BMRM eq.15"}
+         LS_BMRM: "ls-BMRM eq.15", PRAGAM: "Pragam"}
 COLORS = {SUB: "C0", "LIBLINEAR": "C1", "optax L-BFGS": "C2", QP_BMRM: "C3", OCAS: "C4",
-          LS_BMRM: "C5", HYB: "C6"}
+          LS_BMRM: "C5", HYB: "C6", PRAGAM: "C7"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,6 +197,7 @@ class Caps:
     sub_steps: int  # max_steps of SubLBFGS and of the Hybrid
     ls_steps: int  # ... of LineSearchBMRM (eq. 15)
     bmrm_steps: int  # ... of BMRM() and BMRM(line_search="exact")
+    pragam_steps: int  # ... of Pragam() (cheap steps, O(1/sqrt(eps)) of them)
     nsjax_direct: bool  # measure the nsjax times to target (else: proportional estimates)
     repeat_below: float  # s: nsjax timing runs shorter than this are timed best of 3
     rerun_budget_s: float  # skip a further nsjax run predicted to take longer than this
@@ -204,10 +211,10 @@ class Caps:
     lib_refine_cap: float  # skip refinement when the crossing fit took longer (s)
 
 
-FULL = Caps((50_000, 20_000), 2000, 2000, 1000, True, 2.0, 20.0, 150.0, 500, 90.0, 2**20,
-            60.0, 150.0, 4, 10.0)
-QUICK = Caps((5_000, 2_000), 500, 500, 250, True, 0.0, 2.0, 20.0, 100, 5.0, 2**16, 2.0, 8.0,
-             3, 0.5)
+FULL = Caps((50_000, 20_000), 2000, 2000, 1000, 20_000, True, 2.0, 20.0, 150.0, 500, 90.0,
+            2**20, 60.0, 150.0, 4, 10.0)
+QUICK = Caps((5_000, 2_000), 500, 500, 250, 5000, True, 0.0, 2.0, 20.0, 100, 5.0, 2**16, 2.0,
+             8.0, 3, 0.5)
 
 
 # ----------------------------------------------------------------------------------------
@@ -338,6 +345,7 @@ def nsjax_methods(caps: Caps) -> list[Method]:
         Method(QP_BMRM, s.BMRM(), caps.bmrm_steps),
         Method(OCAS, s.BMRM(line_search="exact"), caps.bmrm_steps),
         Method(LS_BMRM, s.LineSearchBMRM(), caps.ls_steps),
+        Method(PRAGAM, s.Pragam(), caps.pragam_steps),
     ]
 
 
@@ -731,6 +739,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
 
     start = time.perf_counter()
+    load_start = os.getloadavg()
     host = machine({"optax": optax.__version__})  # at the start: the commit that is measured
     results: dict[str, list[dict]] = {}
     for ds, (X, y) in datasets(caps).items():
@@ -738,7 +747,9 @@ def main(argv: list[str] | None = None) -> None:
         over_budget: dict[str, str] = {}
         for lam in LAMS:
             t0 = time.perf_counter()
+            load_before = os.getloadavg()  # the machine may be shared: kept in the JSON
             res = bench_one(X, y, lam, caps, over_budget)
+            res["loadavg_before"], res["loadavg_after"] = load_before, os.getloadavg()
             results[ds].append(res)
             print(f"[{time.perf_counter() - start:7.1f} s] {ds}, lam={lam:.0e} done in "
                   f"{time.perf_counter() - t0:.1f} s", flush=True)
@@ -765,8 +776,7 @@ def main(argv: list[str] | None = None) -> None:
         "traced, so only the first lam of a dataset compiles).",
         f"nsjax runs stop when the certified gap <= {STOP_TOL:g} * max(1, |J|) or at "
         f"max_steps (SubLBFGS and Hybrid {caps.sub_steps}, ls-BMRM eq.15 {caps.ls_steps}, "
-        "qp-BMRM "
-        f"and OCAS-like {caps.bmrm_steps}).",
+        f"qp-BMRM and OCAS-like {caps.bmrm_steps}, Pragam {caps.pragam_steps}).",
     ]
     print("\n".join(notes))
     payload = {
@@ -776,6 +786,7 @@ def main(argv: list[str] | None = None) -> None:
         "liblinear_tol": LIBLINEAR_TOL, "nsjax_stop_tol": STOP_TOL,
         "nsjax_solvers": {m.name: repr(m.solver) for m in nsjax_methods(caps)},
         "machine": host, "total_time_s": time.perf_counter() - start,
+        "loadavg_start": load_start, "loadavg_end": os.getloadavg(),
         "table": lines, "notes": notes, "results": results,
     }
     json_path = args.out / f"binary_hinge{suffix}.json"
