@@ -133,3 +133,10 @@ def test_refuses_other_losses():
     prob = nsjax.Problem(nsjax.losses.Logistic(), nsjax.regularizers.L2(0.1), X, y)
     with pytest.raises(ValueError, match="AGMEF solves the binary hinge"):
         nsjax.solve(prob, AGMEF())
+
+
+def test_each_solver_says_which_bound_it_certifies():
+    assert "Theorem 19" in AGMEF(scheme="primal").bound
+    assert "Sec. 5.3" in AGMEF().bound and "Theorem 20" in AGMEF(epsilon=1e-3).bound
+    assert "Theorem 14" in AGMEF1().bound
+    assert "eq. 26" in nsjax.solvers.Pragam().bound

@@ -109,6 +109,7 @@ class AGMEF(Solver):
         power_iterations: power iterations of that estimate.
 
     Stops on the certified gap J(w_k) − D(α_k) ≤ tol·max(1, |J|) (best so far of both).
+    ``bound`` names the a-priori bound the scheme obeys (Theorem 6/19, 10 or 20).
 
     ``stats``: ``matvecs`` (products with X or Xᵀ), ``lipschitz_increases`` (trials that
     failed (15) and raised L).
@@ -145,6 +146,21 @@ class AGMEF(Solver):
             if isinstance(g, bool) or not isinstance(g, (int, float)) or not 1 < g < 1e6:
                 raise ValueError(f"{name} must be a number > 1; got {g!r}.")
         check_lipschitz_options(self.spectral_norm_sq, self.power_iterations)
+
+    @property
+    def bound(self) -> str:
+        """Which a-priori bound the run's gaps obey (the recorded gap is always the true
+        J(w_k) − D(α_k), valid whatever the bound)."""
+        if self.scheme == "primal":
+            return ("Theorem 6: J_μ(w_k) − min J_μ ≤ ½‖w* − w₀‖²/A_k (linear: λ > 0); "
+                    "Theorem 19: 2ε-accurate once the smoothed gap is ≤ ε. No a-priori bound "
+                    "on J(w_k) − D(α_k): dom Ψ is unbounded (Sec. 5.1.1).")
+        if self.target is None:
+            return ("Sec. 5.3 / Theorem 10: J(w_k) − D(α_k) ≤ max_{Q₂} ½‖α − α₀‖² / A_k, "
+                    "A_k ~ k² (no smoothing).")
+        return ("Theorem 10 (eq. 23) for the smoothed pair: J_μ(w_k) − D_μ(α_k) ≤ "
+                "max_{Q₂} ½‖α − α₀‖² / A_k, linear (μ > 0); J(w_k) − D(α_k) ≤ that + ε "
+                "(Theorem 20).")
 
     @property
     def target(self):

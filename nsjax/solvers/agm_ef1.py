@@ -65,6 +65,12 @@ class AGMEF1(AGMEF):
         (<RESULTS.successful: 0>, True)
     """
 
+    @property
+    def bound(self) -> str:
+        """Which a-priori bound the run's gaps obey (Sec. 4)."""
+        return ("Theorem 14: F(x_k) − min F ≤ (L − λ₁)Δ(x, u₀)·min{(1 − √(λ/L'))^k, "
+                "4/(2 + k)²} for the scheme's F; the recorded gap is the true J(w_k) − D(α_k).")
+
     def check(self, problem):
         check_svm_problem(problem, "AGMEF1")
 

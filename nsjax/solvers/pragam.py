@@ -107,6 +107,10 @@ class Pragam(Solver):
 
     supports_bias: ClassVar[bool] = True
 
+    #: The a-priori bound on the recorded gap (with L ≥ the true constant).
+    bound: ClassVar[str] = ("eq. 26: J(w_k) − D(α_k) ≤ 4 L D₂ / ((k+1)(k+2)), D₂ = 1/(2n), "
+                            "σ₂ = 1")
+
     def __post_init__(self):
         check_lipschitz_options(self.spectral_norm_sq, self.power_iterations)
 
