@@ -24,7 +24,9 @@ The two schemes, on J(w) = λ/2‖w‖² + (1/n)Σᵢ max(0, 1 − yᵢ(⟨xᵢ,
 D(α) = Σα − ‖Xᵀ(y∘α)‖²/(2λ) over Q₂ = [0, 1/n]ⁿ (∩ {Σyᵢαᵢ = 0} with a bias):
 
 - ``scheme="primal"`` (Sec. 5.1.1): x = w, f(w) = g*_μ(Aw) = max_{α∈Q₂} Σαᵢ(1 − yᵢxᵢᵀw) −
-  μ/2‖α‖² (the smoothed hinge), Ψ = λ/2‖w‖² (λ₂ = λ > 0: linear rate), L = σ_max(X)²/μ and
+  μ/2‖α‖² (the smoothed hinge), Ψ = λ/2‖w‖² (λ₂ = λ > 0: linear rate) — or any regularizer
+  with a prox: L1 (Example 2, the L1-SVM; λ₂ = 0) and the elastic net, whose dual point is
+  scaled into ‖Xᵀ(y∘α)‖∞ ≤ μ for the bound (`Problem.dual_value`) —, L = σ_max(X)²/μ and
   μ = ε/D₂ (eq. 57) with D₂ = max_{Q₂} ½‖α‖² = 1/(2n), ε = ``epsilon``: J_μ ≤ J ≤ J_μ + ε, so
   an ε-accurate minimizer of J_μ is 2ε-accurate for J (Theorem 19). The dual points are
   (22): α_k = Σ aᵢ α(uᵢ)/A_k, and Xᵀ(y∘α_k) = −Ḡ costs nothing.
@@ -56,12 +58,18 @@ from nsjax.solvers.svm_dual import (
     check_lipschitz_options,
     check_svm_problem,
     project_dual,
+    smoothed_hinge,
     spectral_norm_sq,
     svm_dual_value,
     with_best_bias,
 )
 
 SCHEMES = ("dual", "primal")
+
+
+def _coefficient_regularizer(problem):
+    """λΩ on the coefficients (the bias, if any, is not a variable of AGM-EF)."""
+    return problem.reg.inner if problem.bias else problem.reg
 
 
 class AGMEFState(NamedTuple):
@@ -170,7 +178,7 @@ class AGMEF(Solver):
         return self.epsilon
 
     def check(self, problem):
-        check_svm_problem(problem, "AGMEF")
+        check_svm_problem(problem, type(self).__name__, self.scheme == "primal")
 
     # -- the composite F = f + Ψ of each scheme ---------------------------------------------
     def image(self, problem, x):
@@ -182,42 +190,56 @@ class AGMEF(Solver):
     def smooth_part(self, problem, x, Kx, mu):
         """f(x) from its image (no product)."""
         if self.scheme == "primal":  # g*_μ: α(w) = Π_{Q₂}((1 − y∘Xw)/μ)
-            margin = 1.0 - problem.y * Kx
-            alpha = project_dual(problem, margin / mu)
-            return jnp.vdot(alpha, margin) - 0.5 * mu * jnp.vdot(alpha, alpha)
+            return smoothed_hinge(problem, 1.0 - problem.y * Kx, mu)[0]
         return -jnp.sum(x) + 0.5 * jnp.vdot(Kx, Kx) / problem.lam
 
     def gradient(self, problem, u, Ku, mu):
         """(f(u), ∇f(u), the other side's point at u). One product."""
         lam, y = problem.lam, problem.y
         if self.scheme == "primal":
-            margin = 1.0 - y * Ku
-            alpha = project_dual(problem, margin / mu)
-            value = jnp.vdot(alpha, margin) - 0.5 * mu * jnp.vdot(alpha, alpha)
+            value, alpha = smoothed_hinge(problem, 1.0 - y * Ku, mu)
             return value, -problem.X.rmv(y * alpha), alpha
         w = Ku / lam  # w(α) = Xᵀ(y∘α)/λ
         return -jnp.sum(u) + 0.5 * lam * jnp.vdot(w, w), y * problem.X.mv(w) - 1.0, w
 
     def regularizer(self, problem, x, mu):
-        """Ψ(x) (on its domain)."""
-        weight = problem.lam if self.scheme == "primal" else mu
-        return 0.5 * weight * jnp.vdot(x, x)
+        """Ψ(x) (on its domain): λΩ of the coefficients (primal), μ/2‖α‖² (dual)."""
+        if self.scheme == "primal":
+            return _coefficient_regularizer(problem).value(x)
+        return 0.5 * mu * jnp.vdot(x, x)
 
     def strong_convexity(self, problem, mu):
-        """λ₂ of Ψ (λ₁ = 0)."""
-        return problem.lam if self.scheme == "primal" else mu
+        """λ₂ of Ψ (λ₁ = 0): the curvature of λΩ's smooth part (λ for L2 and the elastic
+        net, 0 for L1), or μ."""
+        if self.scheme == "primal":
+            return _coefficient_regularizer(problem).smooth_hvp(jnp.ones((), mu.dtype))
+        return mu
+
+    def prox_step(self, problem, centre, weight, linear, mu):
+        """argmin_x weight/2 ‖x − centre‖² + ⟨linear, x⟩ + Ψ(x): the model minimizers of
+        Alg. 1 (step 9) and Alg. 3 (step 10)."""
+        lam2 = self.strong_convexity(problem, mu)
+        reg = _coefficient_regularizer(problem)
+        if self.scheme == "dual" or reg.quadratic:
+            # Written without 1/weight, which overflows once A_k (1/weight) has grown
+            # geometrically: Ψ is λ₂/2‖·‖² (on Q₂ in the dual).
+            point = (weight * centre - linear) / (weight + lam2)
+            return point if self.scheme == "primal" else project_dual(problem, point)
+        return reg.prox(centre - linear / weight, 1.0 / weight)  # L1, elastic net
 
     def model_minimizer(self, problem, x0, G, inv_A, mu):
         """argmin_x ½(1/A)‖x − x₀‖² + Ψ(x) + ⟨Ḡ, x⟩ (step 9, divided by A)."""
-        point = (inv_A * x0 - G) / (inv_A + self.strong_convexity(problem, mu))
-        return point if self.scheme == "primal" else project_dual(problem, point)
+        return self.prox_step(problem, x0, inv_A, G, mu)
 
     def certificate(self, problem, state_x, Kx, G, other, bias):
         """(primal point with its bias, J there, D of the dual point): the true gap."""
         y = problem.y
         if self.scheme == "primal":  # w = x_k; α_k = other, Xᵀ(y∘α_k) = −Ḡ
             w, S = state_x, Kx
-            lower = jnp.sum(other) - 0.5 * jnp.vdot(G, G) / problem.lam
+            if _coefficient_regularizer(problem).quadratic:
+                lower = jnp.sum(other) - 0.5 * jnp.vdot(G, G) / problem.lam
+            else:  # D(α) = Σα where ‖Xᵀ(y∘α)‖∞ ≤ μ: the dual point scaled into it
+                lower = problem.dual_value(-y * other, Xtu=None if problem.bias else G)
         else:  # α = x_k, w_k = other, X w_k = y∘(Ḡ + 1)
             w, S = other, y * (G + 1.0)
             lower = svm_dual_value(problem, state_x, Kx / problem.lam)
@@ -230,19 +252,21 @@ class AGMEF(Solver):
         For diagnostics and the linear-rate test; one product for the dual scheme."""
         mu, y, lam = state.mu, problem.y, problem.lam
         if self.scheme == "primal":
-            F = self.smooth_part(problem, state.x, state.Kx, mu) + 0.5 * lam * jnp.vdot(
-                state.x, state.x)
+            F = (self.smooth_part(problem, state.x, state.Kx, mu)
+                 + self.regularizer(problem, state.x, mu))
             alpha = state.other
-            D_mu = (jnp.sum(alpha) - 0.5 * jnp.vdot(state.G, state.G) / lam
-                    - 0.5 * mu * jnp.vdot(alpha, alpha))
-            return F - D_mu
+            bias = jnp.zeros((), mu.dtype)
+            D = self.certificate(problem, state.x, state.Kx, state.G, alpha, bias)[2]
+            # (With L1 the dual point is scaled by s ≤ 1 into D's domain; μ/2‖α‖² ≥ its
+            # μ/2‖sα‖², so this D_μ is a lower bound on the scaled point's.)
+            return F - (D - 0.5 * mu * jnp.vdot(alpha, alpha))
         alpha, w = state.x, state.other
         minus_D_mu = (self.smooth_part(problem, alpha, state.Kx, mu)
                       + 0.5 * mu * jnp.vdot(alpha, alpha))
         margin = 1.0 - y * problem.X.mv(w)
-        beta = project_dual(problem, margin / jnp.maximum(mu, jnp.finfo(mu.dtype).tiny))
-        J_mu = jnp.where(mu > 0, jnp.vdot(beta, margin) - 0.5 * mu * jnp.vdot(beta, beta),
-                         jnp.mean(jnp.maximum(margin, 0.0))) + 0.5 * lam * jnp.vdot(w, w)
+        smoothed = smoothed_hinge(problem, margin, jnp.maximum(mu, jnp.finfo(mu.dtype).tiny))[0]
+        risk = jnp.where(mu > 0, smoothed, jnp.mean(jnp.maximum(margin, 0.0)))
+        J_mu = risk + 0.5 * lam * jnp.vdot(w, w)
         return J_mu + minus_D_mu
 
     # -- Alg. 1–2 ------------------------------------------------------------------------

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.agm_ef import AGMEF
 from nsjax.solvers.base import Core, count, counters
-from nsjax.solvers.svm_dual import check_svm_problem, project_dual, spectral_norm_sq
+from nsjax.solvers.svm_dual import project_dual, spectral_norm_sq
 
 
 class AGMEF1State(NamedTuple):
@@ -71,15 +71,6 @@ class AGMEF1(AGMEF):
         return ("Theorem 14: F(x_k) − min F ≤ (L − λ₁)Δ(x, u₀)·min{(1 − √(λ/L'))^k, "
                 "4/(2 + k)²} for the scheme's F; the recorded gap is the true J(w_k) − D(α_k).")
 
-    def check(self, problem):
-        check_svm_problem(problem, "AGMEF1")
-
-    def minimizer(self, problem, centre, weight, linear, lam2_weight):
-        """argmin_x weight/2 ‖x − centre‖² + ⟨linear, x⟩ + lam2_weight/2 ‖x‖² (+ ι_Q₂ in
-        the dual scheme)."""
-        point = (weight * centre - linear) / (weight + lam2_weight)
-        return point if self.scheme == "primal" else project_dual(problem, point)
-
     def init(self, problem, w0) -> AGMEF1State:
         dt, n = problem.dtype, problem.X.shape[0]
         target = self.target
@@ -99,7 +90,7 @@ class AGMEF1(AGMEF):
 
         # Alg. 4, steps 2–7: raise L₀ until J(x₀) ≤ q₀(x₀).
         def attempt(L):
-            z = self.minimizer(problem, u0, L, g0, lam2)
+            z = self.prox_step(problem, u0, L, g0, mu)
             Kz = self.image(problem, z)
             d = z - u0
             q = (0.5 * L * jnp.vdot(d, d) + self.regularizer(problem, z, mu) + f0
@@ -134,7 +125,7 @@ class AGMEF1(AGMEF):
         u = theta * state.z + (1 - theta) * state.x
         Ku = theta * state.Kz + (1 - theta) * state.Kx
         f_u, grad, other_u = self.gradient(problem, u, Ku, mu)
-        z = self.minimizer(problem, state.z, tau1, a * grad, a * lam2)  # step 10
+        z = self.prox_step(problem, state.z, tau1 / a, grad, mu)  # step 10 (÷ a)
         Kz = self.image(problem, z)
         x = (1 - a) * state.x + a * z  # step 11
         Kx = (1 - a) * state.Kx + a * Kz

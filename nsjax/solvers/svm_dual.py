@@ -51,17 +51,21 @@ def estimate_spectral_norm_sq(X, iterations: int = 20, key=None):
     return rayleigh
 
 
-def check_svm_problem(problem, name):
-    """The Nesterov SVM solvers work on the adjoint (21) of the binary hinge with L2."""
+def check_svm_problem(problem, name, any_regularizer=False):
+    """The Nesterov SVM solvers work on the adjoint (21) of the binary hinge with L2; with
+    ``any_regularizer`` (AGM-EF's primal scheme, which needs only Ψ's prox) L1 and the
+    elastic net too (paper 003, Example 2)."""
     if not isinstance(problem.loss, Hinge):
         raise ValueError(
             f"{name} solves the binary hinge (nsjax.losses.Hinge) with L2 through its dual "
             f"(paper 004, eq. 21); got {type(problem.loss).__name__}. Use SubLBFGS() or the "
             "default solver for other losses.")
     reg = problem.reg.inner if problem.bias else problem.reg
-    if not reg.quadratic:
-        raise ValueError(f"{name} needs the L2 regularizer (w(α) = Xᵀ(y∘α)/λ, eq. 24); got "
-                         f"{type(reg).__name__}. Use SubLBFGS() for other regularizers.")
+    if not (reg.quadratic or any_regularizer):
+        also = (" (AGMEF(scheme='primal') also takes L1 and ElasticNet)"
+                if name.startswith("AGMEF") else "")
+        raise ValueError(f"{name} needs the L2 regularizer (w(α) = Xᵀ(y∘α)/λ, eq. 24){also}; "
+                         f"got {type(reg).__name__}. Use SubLBFGS() for other regularizers.")
     if not is_traced(problem.lam) and not float(problem.lam) > 0:
         raise ValueError(f"{name} needs lam > 0 (the dual's Lipschitz constant is "
                          "σ_max(X)²/λ).")
@@ -94,6 +98,24 @@ def project_dual(problem, alpha):
     if problem.bias:
         return project_box_section(alpha, problem.y, 0.0, 0.0, cap).x
     return jnp.clip(alpha, 0.0, cap)
+
+
+def smoothed_hinge(problem, margin, mu):
+    """g*_μ at the margins m = 1 − y∘Xw: max_{α∈Q₂} ⟨α, m⟩ − μ/2‖α‖² (paper 003, eq. 53),
+    and its maximizer α. Returns (value, α).
+
+    With a bias the maximizer is α = clip((m + c y)/μ, 0, 1/n) for the shift c = μν of the
+    projection's multiplier ν, and the value is summed per example at the shifted margins,
+    Σᵢ φ_μ(mᵢ + c yᵢ) with φ_μ(t) = max_{0≤a≤1/n} a t − μa²/2 (= min over c, so an error in
+    c changes it only to second order); ⟨α, m⟩ − μ/2‖α‖² instead is first-order in the
+    rounding of Σ yᵢαᵢ, which at μ ~ 1e-6 is ~1e-10 (α = m/μ + νy cancels two numbers of
+    size 1/μ) and hides the decrease AGM-EF's checks look for."""
+    n = margin.shape[0]
+    if problem.bias:
+        shift = mu * project_box_section(margin / mu, problem.y, 0.0, 0.0, 1.0 / n).multiplier
+        margin = margin + shift * problem.y
+    alpha = jnp.clip(margin / mu, 0.0, 1.0 / n)
+    return jnp.sum(alpha * margin - 0.5 * mu * alpha * alpha), alpha
 
 
 def primal_of(problem, alpha):
