@@ -1,5 +1,5 @@
-"""Binary hinge-loss SVM benchmark: nsjax's hybrid, subLBFGS, BMRMs and Pragam vs LIBLINEAR
-and optax.
+"""Binary hinge-loss SVM benchmark: nsjax's hybrid, subLBFGS, BMRMs, Pragam and AGM-EF vs
+LIBLINEAR and optax.
 
 Objective (no bias), identical for every method:
 
@@ -27,17 +27,22 @@ method's certified gap) with the relative gap of J* to it.
 Methods and how each is timed (``time.perf_counter``; JAX results are synced with
 ``block_until_ready`` or by reading a scalar back to the host):
 
-* nsjax, six solvers, all started at w = 0:
+* nsjax, nine solvers, all started at w = 0:
   ``SubLBFGS(memory=15, certify=False)`` (exact line search, the "auto" default for the
   hinge; max_steps ``sub_steps``), the default solver ``Hybrid(sublbfgs=SubLBFGS(memory=15,
   certify=False))`` (subLBFGS, then the OCAS-like BMRM warm-started with its cuts, paper 000
   Sec. 8; ``sub_steps``), qp-BMRM ``BMRM()`` (paper 001, Alg. 1; ``bmrm_steps``),
   ``BMRM(line_search="exact")`` (OCAS-like ls-BMRM of paper 000, Sec. 7.4; ``bmrm_steps``),
-  ``LineSearchBMRM()`` (ls-BMRM, paper 001 eq. 15; ``ls_steps``) and ``Pragam()``
+  ``LineSearchBMRM()`` (ls-BMRM, paper 001 eq. 15; ``ls_steps``), ``Pragam()``
   (Nesterov's excessive-gap method on the SVM dual, paper 004 Alg. 1: three products with
-  X a step and O(1/k^2) on its certified gap, so many cheap steps; ``pragam_steps``). Each
+  X a step and O(1/k^2) on its certified gap, so many cheap steps; ``pragam_steps``) and
+  paper 003's accelerated methods with adaptive L on the same problem (``agmef_steps``):
+  ``AGMEF()`` (AGM-EF-inf on the dual, Sec. 5.3), ``AGMEF(scheme="primal", epsilon=1e-7)``
+  (AGM-EF-inf on the smoothed primal, Sec. 5.1.1; its certified gap on J floors near
+  epsilon, below STOP_TOL and every target here as J <= 1) and ``AGMEF1()`` (AGM-EF-1,
+  Alg. 3-4, dual scheme): two products with X a step, two more per raise of L. Each
   stops when its certified gap is <= ``STOP_TOL`` * max(1, |J|) (the BMRM family, the
-  hybrid and Pragam get there; subLBFGS's in-loop gap seldom does, so it usually runs to
+  hybrid, Pragam and AGM-EF get there; subLBFGS's in-loop gap seldom does, so it usually runs to
   max_steps). The plotted value at step k is ``sol.history.best[k]``: J of what
   ``solve(max_steps=k)`` returns, the best iterate so far (w = 0 included), for every
   solver. ``history.value`` (J of step k's own iterate; not monotone for the BMRM family)
@@ -183,10 +188,16 @@ QP_BMRM = "qp-BMRM"
 OCAS = "ls-BMRM exact (OCAS-like)"
 LS_BMRM = "ls-BMRM eq.15"
 PRAGAM = "Pragam"
+AGM_DUAL = "AGM-EF (dual)"
+AGM_PRIMAL = "AGM-EF (primal)"
+AGM1 = "AGM-EF-1 (dual)"
+PRIMAL_EPSILON = 1e-7  # AGMEF(scheme="primal")'s smoothing target (J <= 1 here)
 SHORT = {SUB: "SubLBFGS", HYB: "Hybrid", QP_BMRM: "qp-BMRM", OCAS: "OCAS-like",
-         LS_BMRM: "ls-BMRM eq.15", PRAGAM: "Pragam"}
+         LS_BMRM: "ls-BMRM eq.15", PRAGAM: "Pragam", AGM_DUAL: "AGM-EF dual",
+         AGM_PRIMAL: "AGM-EF primal", AGM1: "AGM-EF-1"}
 COLORS = {SUB: "C0", "LIBLINEAR": "C1", "optax L-BFGS": "C2", QP_BMRM: "C3", OCAS: "C4",
-          LS_BMRM: "C5", HYB: "C6", PRAGAM: "C7"}
+          LS_BMRM: "C5", HYB: "C6", PRAGAM: "C7", AGM_DUAL: "C8", AGM_PRIMAL: "C9",
+          AGM1: "k"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,6 +209,7 @@ class Caps:
     ls_steps: int  # ... of LineSearchBMRM (eq. 15)
     bmrm_steps: int  # ... of BMRM() and BMRM(line_search="exact")
     pragam_steps: int  # ... of Pragam() (cheap steps, O(1/sqrt(eps)) of them)
+    agmef_steps: int  # ... of the AGM-EF variants (cheap steps, many of them)
     nsjax_direct: bool  # measure the nsjax times to target (else: proportional estimates)
     repeat_below: float  # s: nsjax timing runs shorter than this are timed best of 3
     rerun_budget_s: float  # skip a further nsjax run predicted to take longer than this
@@ -211,10 +223,10 @@ class Caps:
     lib_refine_cap: float  # skip refinement when the crossing fit took longer (s)
 
 
-FULL = Caps((50_000, 20_000), 2000, 2000, 1000, 20_000, True, 2.0, 20.0, 150.0, 500, 90.0,
-            2**20, 60.0, 150.0, 4, 10.0)
-QUICK = Caps((5_000, 2_000), 500, 500, 250, 5000, True, 0.0, 2.0, 20.0, 100, 5.0, 2**16, 2.0,
-             8.0, 3, 0.5)
+FULL = Caps((50_000, 20_000), 2000, 2000, 1000, 20_000, 20_000, True, 2.0, 20.0, 150.0, 500,
+            90.0, 2**20, 60.0, 150.0, 4, 10.0)
+QUICK = Caps((5_000, 2_000), 500, 500, 250, 5000, 5000, True, 0.0, 2.0, 20.0, 100, 5.0, 2**16,
+             2.0, 8.0, 3, 0.5)
 
 
 # ----------------------------------------------------------------------------------------
@@ -346,6 +358,9 @@ def nsjax_methods(caps: Caps) -> list[Method]:
         Method(OCAS, s.BMRM(line_search="exact"), caps.bmrm_steps),
         Method(LS_BMRM, s.LineSearchBMRM(), caps.ls_steps),
         Method(PRAGAM, s.Pragam(), caps.pragam_steps),
+        Method(AGM_DUAL, s.AGMEF(), caps.agmef_steps),
+        Method(AGM_PRIMAL, s.AGMEF(scheme="primal", epsilon=PRIMAL_EPSILON), caps.agmef_steps),
+        Method(AGM1, s.AGMEF1(), caps.agmef_steps),
     ]
 
 
@@ -720,7 +735,7 @@ def plot_gaps(results: dict, path: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
-                        help="small sparse set (5,000 x 2,000) and low caps: under 2 minutes")
+                        help="small sparse set (5,000 x 2,000) and low caps: a few minutes")
     parser.add_argument("--out", type=Path, default=HERE / "results",
                         help="folder for binary_hinge.json (default: benchmarks/results)")
     parser.add_argument("--png", type=Path, default=None,
@@ -776,8 +791,14 @@ def main(argv: list[str] | None = None) -> None:
         "traced, so only the first lam of a dataset compiles).",
         f"nsjax runs stop when the certified gap <= {STOP_TOL:g} * max(1, |J|) or at "
         f"max_steps (SubLBFGS and Hybrid {caps.sub_steps}, ls-BMRM eq.15 {caps.ls_steps}, "
-        f"qp-BMRM and OCAS-like {caps.bmrm_steps}, Pragam {caps.pragam_steps}).",
+        f"qp-BMRM and OCAS-like {caps.bmrm_steps}, Pragam {caps.pragam_steps}, AGM-EF "
+        f"variants {caps.agmef_steps}; AGM-EF primal: epsilon = {PRIMAL_EPSILON:g}).",
     ]
+    if args.quick:
+        notes.append(f"--quick caps the Nesterov methods (Pragam, AGM-EF dual/primal, "
+                     f"AGM-EF-1) at {caps.pragam_steps} / {caps.agmef_steps} steps (full run: "
+                     f"{FULL.pragam_steps} / {FULL.agmef_steps}): a 'not reached' or a large "
+                     "final error of theirs may be the cap.")
     print("\n".join(notes))
     payload = {
         "benchmark": "binary hinge-loss SVM, J(w) = lam/2 ||w||^2 + mean(max(0, 1 - y Xw))",

@@ -1,5 +1,5 @@
-"""Paper 004 (Pragam), Fig. 1-2: primal error of Pragam, the BMRM family and LIBLINEAR
-against iterations and against wall time, on the binary hinge SVM (issue 11).
+"""Paper 004 (Pragam), Fig. 1-2: primal error of Pragam, AGM-EF (paper 003), the BMRM family
+and LIBLINEAR against iterations and against wall time, on the binary hinge SVM (issue 11).
 
 Objective (no bias), identical for every method:
 
@@ -10,7 +10,9 @@ against time (Fig. 2); here err_t is relative, (min_{t' <= t} J(w_t') - J*) / J*
 checked by the tables this script prints: (a) Pragam needs fewer iterations than ls-BMRM
 (the 1/eps line-search BMRM) to reach a given accuracy; (b) Pragam is slow to low accuracy
 (1e-3) in time but "becomes quite competitive when higher accuracy is desired", while
-LIBLINEAR is much faster than all.
+LIBLINEAR is much faster than all. A third table, (c), sets the AGM-EF variants (paper 003's
+accelerated methods on the same dual, with adaptive L) against Pragam: their steps and times
+over Pragam's.
 
 Problems: scikit-learn digits, even vs odd (``nsjax.datasets.digits_binary()``, dense 1797 x
 64, pixels in [0, 1], as ``binary_hinge.py``) and ``nsjax.datasets.synthetic_sparse(20_000,
@@ -20,10 +22,15 @@ float64 on the CPU; every method starts at w = 0.
 
 Methods:
 
-* ``Pragam()`` (paper 004 Alg. 1; L from 20 power iterations, raised by backtracking), and
-  ``LineSearchBMRM()`` (ls-BMRM, paper 001 eq. 15, the paper's ``ls-bmrm``), both with
-  max_steps ``long_steps`` (the same cap, so that "not reached" by ls-BMRM means "not in as
-  many steps as Pragam was given"); ``BMRM()`` (qp-BMRM, the paper's ``qp-bmrm``) and
+* ``Pragam()`` (paper 004 Alg. 1; L from 20 power iterations, raised by backtracking),
+  ``LineSearchBMRM()`` (ls-BMRM, paper 001 eq. 15, the paper's ``ls-bmrm``) and the three
+  AGM-EF variants of paper 003 (adaptive L from a 20-power-iteration estimate, Alg. 2 / 4:
+  ``AGMEF()``, AGM-EF-inf on the unsmoothed dual, Sec. 5.3; ``AGMEF(scheme="primal",
+  epsilon=1e-7)``, AGM-EF-inf on the smoothed primal, Sec. 5.1.1, its certified gap on J
+  flooring near eps = 1e-7, below every target here since J* >= 0.16 and every J <= 1; and
+  ``AGMEF1()``, AGM-EF-1, Alg. 3-4, dual scheme), all with max_steps ``long_steps`` (the
+  same cap, so that "not reached" by ls-BMRM means "not in as many steps as Pragam was
+  given"); ``BMRM()`` (qp-BMRM, the paper's ``qp-bmrm``) and
   ``BMRM(line_search="exact")`` (the OCAS-like BMRM, paper 000 Sec. 7.4) with max_steps
   ``bmrm_steps``. Each stops once its certified gap is <= ``STOP_TOL`` * max(1, |J|). The
   value at step t is ``sol.history.best[t]``: J of the best iterate so far, i.e. err_t.
@@ -52,7 +59,8 @@ violation would be a bug and is printed and recorded under "checks").
 
 Output: a table (steps and time to err 1e-2, 1e-3, 1e-4 per method, compile, final err,
 steps run, products with X per step), the ratios behind the paper's claims (Pragam's steps
-over ls-BMRM's; Pragam's time over each other method's), the
+over ls-BMRM's; Pragam's time over each other method's; each AGM-EF variant's steps and
+time over Pragam's), the
 load average before and after each block (the machine is shared), ``<out>/pragam_fig12.json``
 and ``benchmarks/pragam_fig12.png`` (rows: dataset x {iterations, time}, columns: lam;
 log-log). ``--quick`` writes ``*_quick.*``.
@@ -109,7 +117,14 @@ LS_BMRM = "ls-BMRM (eq. 15)"
 QP_BMRM = "qp-BMRM"
 OCAS = "OCAS-like BMRM"
 LIB = "LIBLINEAR"
-COLORS = {PRAGAM: "C3", LS_BMRM: "C5", QP_BMRM: "C0", OCAS: "C4", LIB: "C1"}
+AGM_DUAL = "AGM-EF (dual)"
+AGM_PRIMAL = "AGM-EF (primal)"
+AGM1 = "AGM-EF-1 (dual)"
+PRIMAL_EPSILON = 1e-7  # AGMEF(scheme="primal")'s smoothing target: below every target x J*
+COLORS = {PRAGAM: "C3", LS_BMRM: "C5", QP_BMRM: "C0", OCAS: "C4", LIB: "C1", AGM_DUAL: "C2",
+          AGM_PRIMAL: "C6", AGM1: "C7"}
+# set against Pragam in table (c)
+AGM_VARIANTS = (AGM_DUAL, AGM_PRIMAL, AGM1)
 # Pragam is compared on time with these (claim b)
 TIME_PEERS = (LS_BMRM, QP_BMRM, OCAS, LIB)
 
@@ -121,7 +136,7 @@ class Caps:
     those of ``_common.time_to_step``."""
 
     sparse_shape: tuple[int, int]
-    long_steps: dict[str, int]  # max_steps of Pragam and ls-BMRM, per dataset key
+    long_steps: dict[str, int]  # max_steps of Pragam, ls-BMRM and AGM-EF, per dataset key
     bmrm_steps: int  # ... of qp-BMRM and the OCAS-like BMRM
     nsjax_direct: bool  # measure the nsjax times to target (else: proportional estimates)
     repeat_below: float  # s: nsjax timing runs shorter than this are timed best of 3
@@ -157,6 +172,9 @@ def methods(caps: Caps, key: str) -> list[Method]:
         Method(LS_BMRM, s.LineSearchBMRM(), long),
         Method(QP_BMRM, s.BMRM(), caps.bmrm_steps),
         Method(OCAS, s.BMRM(line_search="exact"), caps.bmrm_steps),
+        Method(AGM_DUAL, s.AGMEF(), long),
+        Method(AGM_PRIMAL, s.AGMEF(scheme="primal", epsilon=PRIMAL_EPSILON), long),
+        Method(AGM1, s.AGMEF1(), long),
     ]
 
 
@@ -354,7 +372,39 @@ def print_ratios(results: dict) -> list[str]:
                 parts.append(f"    err {t:g}: " + ", ".join(sub))
             lines.append(f"  {ds:34s} lam={res['lam']:.0e}")
             lines += parts
+    lines += agm_lines(results)
     print("\n".join(lines), flush=True)
+    return lines
+
+
+def agm_lines(results: dict) -> list[str]:
+    """Table (c): each AGM-EF variant's steps and time to err over Pragam's (< 1: the
+    AGM-EF variant is better); its products with X per step beside Pragam's."""
+    lines = ["", "(c) each AGM-EF variant against Pragam: steps / Pragam's steps and time / "
+                 "Pragam's time to err (< 1: AGM-EF better; ~: a proportional estimate on one "
+                 "side), and X/step (AGM-EF's / Pragam's):"]
+    for ds, per_lam in results.items():
+        for res in per_lam:
+            p = res["methods"][PRAGAM]
+            lines.append(f"  {ds:34s} lam={res['lam']:.0e}")
+            for name in AGM_VARIANTS:
+                m = res["methods"].get(name)
+                if m is None:
+                    continue
+                parts = []
+                for t in TARGETS:
+                    ka, kp = m["steps_to"][str(t)], p["steps_to"][str(t)]
+                    ta, tp = m["time_to"][str(t)], p["time_to"][str(t)]
+                    if ka is None or kp is None:
+                        who = " and ".join(n for n, k in ((name, ka), (PRAGAM, kp)) if k is None)
+                        parts.append(f"{t:g}: n/a ({who} not reached)")
+                        continue
+                    mark = "" if ta.get("measured") and tp.get("measured") else "~"
+                    parts.append(f"{t:g}: steps {ka / kp:.3g}, time {mark}"
+                                 f"{ta['time_s'] / tp['time_s']:.3g}")
+                lines.append(f"    {name:17s} " + "; ".join(parts)
+                             + f"; X/step {m['matvecs_per_step']:.2f} / "
+                               f"{p['matvecs_per_step']:.2f}")
     return lines
 
 
@@ -437,8 +487,9 @@ def main(argv: list[str] | None = None) -> None:
         "t(..): measured compiled reruns stopped at that step (compile excluded); "
         "LIBLINEAR: measured fresh fit. ~t (b): rerun skipped (budget), proportional estimate.",
         f"nsjax runs stop at certified gap <= {STOP_TOL:g} * max(1, |J|) or at max_steps "
-        f"(Pragam and ls-BMRM {caps.long_steps}, qp-BMRM and OCAS-like {caps.bmrm_steps}). "
-        f"X/step: products with X or X^T per step (Pragam's power iterations included).",
+        f"(Pragam, ls-BMRM and the AGM-EF variants {caps.long_steps}, qp-BMRM and OCAS-like "
+        f"{caps.bmrm_steps}). X/step: products with X or X^T per step (the power iterations "
+        f"of Pragam and AGM-EF included). AGM-EF (primal): epsilon = {PRIMAL_EPSILON:g}.",
         f"load average (1, 5, 15 min) at start {tuple(round(v, 2) for v in load_start)}, "
         f"at end {tuple(round(v, 2) for v in load_end)} on {os.cpu_count()} cores.",
         "gap check: " + ("certified gap >= J_best - J* at every step of every nsjax run"
