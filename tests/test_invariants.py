@@ -24,6 +24,9 @@ KINDS = {"hinge": (nsjax.losses.Hinge, nsjax.regularizers.L2, 0.1),
          # μ small enough that w* ≠ 0 on these problems (‖Xᵀ∇R(0)‖∞ ≈ 0.1–0.3).
          "logistic-l1": (nsjax.losses.Logistic, nsjax.regularizers.L1, 0.02)}
 ENTRIES = [pytest.param(e, id=e.name) for e in REGISTRY]
+# test_sweep_equals_solve and test_one_compile_per_shape run on these: one compiled solve
+# and one compiled sweep (of three strengths) per registry entry serve both.
+SWEEP_SHAPE, SWEEP_STEPS = dict(n=50, d=6), 400
 OPTIMUM_CASES = [pytest.param(e, loss, seed, id=f"{e.name}-{loss}-{seed}")
                  for e in REGISTRY for loss in e.losses for seed in range(2)]
 
@@ -66,9 +69,11 @@ def test_jit_equals_no_jit(entry):
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_state_is_stable_across_a_step(entry, dtype):
+    # Shapes, dtypes and weak types are those jit traces (`jax.eval_shape` gives them
+    # without compiling: the other tests here compile and run the steps).
     prob = _problem(entry.losses[0], n=30, d=4, dtype=dtype)
-    state = jax.jit(entry.solver.init)(prob, prob.zeros())
-    new = jax.jit(entry.solver.step)(prob, state)
+    state = jax.eval_shape(entry.solver.init, prob, prob.zeros())
+    new = jax.eval_shape(entry.solver.step, prob, state)
     assert _signature(new) == _signature(state)
     assert all(leaf.dtype in (dtype, jnp.int32, jnp.bool_)
                for leaf in jax.tree_util.tree_leaves(state))
@@ -76,23 +81,32 @@ def test_state_is_stable_across_a_step(entry, dtype):
 
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_one_compile_per_shape(entry):
-    # A shape no other test uses, so the first solve compiles and the others must not.
-    shape = dict(n=41, d=5 + REGISTRY.index(entry))
+    # The shapes, loss and max_steps of test_sweep_equals_solve, whose programs this shares:
+    # the first solve compiles at most one program (none if that test ran first in this
+    # process), and the others, on other data, must compile nothing.
+    loss = entry.losses[-1]
     before = _run_jit._cache_size()
-    for seed, lam in [(0, 0.1), (1, 0.3), (2, 1.0)]:
-        nsjax.solve(_problem(entry.losses[0], seed, lam=lam, **shape), entry.solver,
-                    max_steps=20)
+    nsjax.solve(_problem(loss, **SWEEP_SHAPE), entry.solver, max_steps=SWEEP_STEPS)
+    first = _run_jit._cache_size()
+    assert first <= before + 1
+    for seed, lam in [(1, 0.3), (2, 1.0)]:
+        nsjax.solve(_problem(loss, seed, lam=lam, **SWEEP_SHAPE), entry.solver,
+                    max_steps=SWEEP_STEPS)
     # Other label values and a strength set by with_lam (a Python float) compile nothing.
-    prob = _problem(entry.losses[0], 3, **shape)
+    prob = _problem(loss, 3, **SWEEP_SHAPE)
     relabelled = nsjax.Problem(prob.loss, prob.reg, prob.X, np.asarray(prob.y) > 0)
     assert relabelled.classes == (False, True) != prob.classes
     for p in (relabelled, prob.with_lam(0.2)):
-        nsjax.solve(p, entry.solver, max_steps=20)
-    assert _run_jit._cache_size() == before + 1
+        nsjax.solve(p, entry.solver, max_steps=SWEEP_STEPS)
+    assert _run_jit._cache_size() == first
     before = _sweep_jit._cache_size()
-    for lams in ([0.1, 0.5], [0.2, 1.0]):
-        nsjax.sweep(_problem(entry.losses[0], **shape), lams, entry.solver, max_steps=20)
-    assert _sweep_jit._cache_size() == before + 1
+    nsjax.sweep(_problem(loss, 4, **SWEEP_SHAPE), [0.1, 0.5, 0.3], entry.solver,
+                max_steps=SWEEP_STEPS)
+    first = _sweep_jit._cache_size()
+    assert first <= before + 1
+    nsjax.sweep(_problem(loss, 5, **SWEEP_SHAPE), [0.2, 1.0, 0.05], entry.solver,
+                max_steps=SWEEP_STEPS)
+    assert _sweep_jit._cache_size() == first
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
@@ -112,13 +126,13 @@ def test_float32_runs_and_keeps_dtypes(entry):
 def test_sweep_equals_solve(entry):
     # The smooth loss where the solver takes it: batched and single products round
     # differently, and on a kinked loss that can send runs down different paths.
-    prob = _problem(entry.losses[-1], n=50, d=6)
+    prob = _problem(entry.losses[-1], **SWEEP_SHAPE)
     lams = [0.05, 0.2, 1.0]
     lams = [lam * float(prob.lam) / 0.1 for lam in lams]  # in the kind's units
-    sols = nsjax.sweep(prob, lams, entry.solver, max_steps=400, tol=1e-9)
+    sols = nsjax.sweep(prob, lams, entry.solver, max_steps=SWEEP_STEPS, tol=1e-9)
     assert sols.w.shape == (3, 6)
     for i, lam in enumerate(lams):
-        one = nsjax.solve(prob.with_lam(lam), entry.solver, max_steps=400, tol=1e-9)
+        one = nsjax.solve(prob.with_lam(lam), entry.solver, max_steps=SWEEP_STEPS, tol=1e-9)
         # Both must land within their certified gaps, and agree to 1e-8 where they succeed
         # (issue 9); solvers that reach 1e-6 in the registry must succeed here.
         slack = float(sols.gap[i]) + float(one.gap) + 1e-12
