@@ -77,12 +77,15 @@ def default_solver(problem) -> Solver:
     """What `solve`, `sweep` and `solve_batch` use when no solver is given: the
     `Hybrid` (subLBFGS, then the exact-line-search BMRM; it ends with a closed certified
     gap) where its bundle phase applies (the L2 regularizer and λ > 0, or λ traced);
-    `OBA` for a smooth loss with an L1 part (L1, ElasticNet); else `SubLBFGS`. With a
-    bias: the `Hybrid` where the loss gives its lines (the hinge), else `SubLBFGS`."""
-    from nsjax.solvers import OBA, Hybrid, SubLBFGS
+    `OBA` for a smooth loss with an L1 part (L1, ElasticNet); `AGMEF(scheme="primal")`
+    for a regularizer in the entropy geometry (`Entropy`); else `SubLBFGS`. With a bias:
+    the `Hybrid` where the loss gives its lines (the hinge), else `SubLBFGS`."""
+    from nsjax.solvers import AGMEF, OBA, Hybrid, SubLBFGS
 
     lam = problem.lam
     reg = problem.reg.inner if problem.bias else problem.reg
+    if getattr(reg, "geometry", "euclidean") == "entropy":
+        return AGMEF(scheme="primal")
     # With a bias the bundle phase needs the exact best b (a loss with lines); the L1
     # methods do not take a bias.
     if (reg.quadratic and (is_traced(lam) or float(lam) > 0)
@@ -104,6 +107,16 @@ def _check(solver, problem):
         raise ValueError(
             f"{type(solver).__name__} does not support an unregularized bias (bias=True); "
             f"use one of {', '.join(able)}, or add a constant column to X instead.")
+    geometry = getattr(problem.reg, "geometry", "euclidean")
+    if geometry not in solver.geometries:
+        from nsjax import solvers
+
+        able = sorted(name for name in solvers.__all__
+                      if geometry in getattr(getattr(solvers, name), "geometries", ()))
+        reg = type(problem.reg.inner if problem.bias else problem.reg).__name__
+        raise ValueError(
+            f"{type(solver).__name__} cannot solve with {reg}, whose prox is in the {geometry} "
+            f"geometry (its domain is not all of R^d); use one of {', '.join(able)}.")
     solver.check(problem)
 
 
@@ -156,7 +169,7 @@ def _check_common(problem, w0, max_steps, tol):
                              "relative: stop when the gap <= tol * max(1, |J|).")
     shape = problem.w_shape
     if w0 is None:
-        return problem.zeros()
+        return problem.start()
     if not is_traced(w0):
         try:
             kind = np.asarray(w0).dtype.kind
@@ -180,6 +193,11 @@ def _check_common(problem, w0, max_steps, tol):
     w = jnp.asarray(w, problem.dtype)
     if not any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves(problem)):
         value = float(problem.value(w))
+        reg = problem.reg.inner if problem.bias else problem.reg
+        if not np.isfinite(value) and getattr(reg, "geometry", "euclidean") == "entropy":
+            raise ValueError(f"w0 gives J(w0) = {value}: it is outside {type(reg).__name__}'s "
+                             "domain, the capped simplex (w >= 0, w <= cap, sum(w) = 1); pass "
+                             "a point of it, or w0=None (the uniform weights).")
         if not np.isfinite(value):
             raise ValueError(f"w0 gives J(w0) = {value} in {dt.name} (λ‖w0‖² or the scores "
                              "X w0 overflow); start from a smaller w0, or w0=None (zeros).")

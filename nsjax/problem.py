@@ -177,6 +177,12 @@ class Problem:
         """The zero weights, shape `w_shape`."""
         return jnp.zeros(self.w_shape, self.dtype)
 
+    def start(self):
+        """The default first point of a solve: zero, or the regularizer's own start where
+        zero is outside its domain (`nsjax.regularizers.Entropy`: the uniform weights)."""
+        start = getattr(self.reg, "start", None)
+        return self.zeros() if start is None else start(self.w_shape, self.dtype)
+
     def split_bias(self, w):
         """(coefficients, bias) of weights of shape `w_shape`: (w[:-1], w[-1]) with a bias,
         (w, 0) without."""

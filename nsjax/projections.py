@@ -9,6 +9,8 @@ zero of the linear piece that holds it (no tolerance).
   paper 003 §5.5.1 (Alg. 7–8) and paper 004 App. B; the piece is found by Newton steps on
   the kinks, with sorting as the fallback.
 - `project_capped_simplex`: {x ∈ [0, cap]ⁿ, Σx = 1}, LPBoost's domain.
+- `entropic_capped_simplex`: the same set in the entropy geometry (a Bregman projection:
+  the soft-max, capped), the prox of the `nsjax.regularizers.Entropy` regularizer.
 
 The elastic-net ball comes with the Nesterov solvers.
 """
@@ -544,3 +546,46 @@ def _box_point(p: _Section, r: _Range, nu):
     x = jnp.where(r.box_ok, x,
                   jnp.clip(p.m, jnp.minimum(p.lower, p.upper), jnp.maximum(p.lower, p.upper)))
     return jnp.broadcast_to(x, shape)
+
+
+def entropic_capped_simplex(logits: jax.Array, cap=1.0) -> jax.Array:
+    """argmax_x ⟨logits, x⟩ − Σ xᵢ log xᵢ over {x ∈ [0, cap]ⁿ, Σx = 1} (sort-based, exact).
+
+    Without the cap (cap ≥ 1) this is the soft-max of ``logits``; with it, the relative-
+    entropy (KL) projection of the soft-max onto the capped simplex, which scales the
+    uncapped entries by one constant: xᵢ = min(cap, c·pᵢ) with p the soft-max (the KKT
+    conditions of the concave objective; paper 003, Example 5's Ω*, where the multipliers βᵢ
+    of the caps are positive exactly on the capped entries). With the logits sorted in
+    decreasing order and the k largest entries capped, c·p_j = exp(l_j − lse_{>k} + log(1 −
+    k·cap)), lse_{>k} the log-sum-exp of the others; k is the smallest count at which the
+    largest uncapped entry is ≤ cap. All in log space, so logits of any size give no
+    overflow and no 0/0. For a batch, `jax.vmap` it over the rows.
+
+    Args:
+        logits: (n,) finite reals.
+        cap: ν with n·ν ≥ 1 (else the set is empty and the result is NaN); ν ≥ 1 is no cap.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from nsjax.projections import entropic_capped_simplex
+        >>> [round(v, 6) for v in entropic_capped_simplex(jnp.log(jnp.array([1.0, 1, 2]))).tolist()]
+        [0.25, 0.25, 0.5]
+        >>> [round(v, 6) for v in entropic_capped_simplex(jnp.array([0.0, 0, 5]), 0.4).tolist()]
+        [0.3, 0.3, 0.4]
+    """
+    n, dt = logits.shape[0], logits.dtype
+    cap = jnp.asarray(cap, dt)
+    # Relative to the largest: exp's argument is then exact where it matters (near 0).
+    logits = logits - jnp.max(logits)
+    lsorted = jnp.sort(logits)[::-1]
+    # lse of the entries after the k largest, k = 0 … n−1 (a reversed running log-sum-exp).
+    rest = jax.lax.cumlogsumexp(lsorted, reverse=True)
+    k = jnp.arange(n, dtype=dt)
+    free = 1.0 - k * cap  # the mass left to the uncapped entries
+    log_free = jnp.log(jnp.where(free > 0, free, 1.0))
+    # With k capped, the largest uncapped entry (sorted index k) is below the cap.
+    ok = (free > 0) & (lsorted - rest + log_free <= jnp.log(cap) + 4 * jnp.finfo(dt).eps)
+    first = jnp.argmax(ok)  # the smallest such k (k = 0 where cap ≥ 1)
+    # (l − lse) first: near the entries that matter the two are close, so it is exact.
+    x = jnp.minimum(jnp.exp((logits - rest[first]) + log_free[first]), cap)
+    return jnp.where(n * cap >= 1.0, x, jnp.nan)

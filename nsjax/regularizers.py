@@ -3,7 +3,8 @@
 A regularizer is a pytree (a frozen dataclass registered with JAX) whose strength is a
 leaf, traced inside compiled code, so `nsjax.sweep` can vmap over it. It implements the
 `Regularizer` interface; `Problem` accepts any object that does (and names what is missing
-otherwise). `L2`, `L1` and `ElasticNet` exist; Entropy comes with its solvers.
+otherwise). `L2`, `L1`, `ElasticNet` and `Entropy` (the relative entropy on the capped
+simplex, in its own Bregman geometry) exist.
 
 Every regularizer splits as λΩ(w) = (smooth part)(w) + μ‖w‖₁ (`smooth_value`,
 `smooth_grad`, `smooth_hvp`, `l1_weight`): the orthant-wise L1 methods (OWL-QN, OBA) model
@@ -56,6 +57,11 @@ class Regularizer(abc.ABC):
     #: Which dual points `Problem.dual_value` tries for a u: "as is", "scaled" (s u with
     #: s = `feasible_scale`, where the conjugate is finite only on a box: L1) or "both".
     dual_points: ClassVar[str] = "as is"
+    #: The prox-function d of the geometry the regularizer's prox is taken in: "euclidean"
+    #: (d = ½‖·‖², `prox`) or "entropy" (d = Σ wᵢ log wᵢ on a simplex, `bregman_prox`; the
+    #: domain is then not all of ℝᵈ, and only the solvers that name the geometry in their
+    #: ``geometries`` take the regularizer).
+    geometry: ClassVar[str] = "euclidean"
 
     @property
     def strength(self):
@@ -133,6 +139,11 @@ class Regularizer(abc.ABC):
     @abc.abstractmethod
     def inverse_mirror_map(self, z):
         """∇d*(z), the inverse of `mirror_map`."""
+
+    def start(self, shape, dtype):
+        """The default first point of a solve (`nsjax.solve` with ``w0=None``): zero, or
+        a point of the domain where zero is outside it (`Entropy`: the uniform weights)."""
+        return jnp.zeros(shape, dtype)
 
 
 @jax.tree_util.register_dataclass
@@ -430,6 +441,140 @@ class ElasticNet(Regularizer):
         return z
 
 
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Entropy(Regularizer):
+    """λ Δ(w, w⁰) = λ Σᵢ wᵢ log(wᵢ/w⁰ᵢ) on the capped simplex {w ∈ [0, ν]ᵈ, Σw = 1}, w⁰ the
+    uniform weights 1/d: the relative-entropy regularizer of entropy-regularized LPBoost
+    (paper 003, Example 5, eq. 51; ν = 1 is the plain simplex).
+
+    It lives in the entropy geometry: its prox is the Bregman one (`bregman_prox`, a capped
+    soft-max), it is λ-strongly convex with respect to d(w) = Σ wᵢ log wᵢ (and so λ-strongly
+    convex in ‖·‖₁ on the simplex, Pinsker), and its domain is the capped simplex. Only the
+    solvers whose ``geometries`` include "entropy" take it (`AGMEF` and `AGMEF1` with
+    ``scheme="primal"``); `nsjax.solve` refuses the others before compiling. The default
+    start is w⁰. No exact line search (``has_lines`` is False) and no Euclidean prox.
+
+    Args:
+        lam: the strength λ > 0.
+        cap: ν, the cap on every weight, with d·ν ≥ 1 (checked by the solvers that take the
+            regularizer, as d comes with the data); ν ≥ 1 is no cap.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from nsjax.regularizers import Entropy
+        >>> reg = Entropy(lam=0.5)
+        >>> float(reg.value(jnp.array([0.25, 0.25, 0.25, 0.25])))  # 0 at w⁰
+        0.0
+        >>> round(float(reg.conjugate(jnp.zeros(4))), 12)  # sup over the simplex of −λΔ
+        0.0
+    """
+
+    lam: jax.Array | float
+    cap: jax.Array | float = 1.0
+
+    strength_name: ClassVar[str] = "lam"
+    geometry: ClassVar[str] = "entropy"
+
+    def _log_centre(self, w):
+        return -jnp.log(jnp.asarray(w.shape[0], w.dtype))
+
+    def in_domain(self, w):
+        """w ∈ [0, ν]ᵈ and Σw = 1, to a few ulps (d ulps on the sum)."""
+        eps = jnp.finfo(w.dtype).eps
+        return ((jnp.min(w) >= 0) & (jnp.max(w) <= self.cap * (1 + 4 * eps))
+                & (jnp.abs(jnp.sum(w) - 1) <= 4 * w.shape[0] * eps))
+
+    def value(self, w):
+        """λ Σ wᵢ log(d wᵢ) (0 log 0 = 0), +inf off the capped simplex."""
+        return jnp.where(self.in_domain(w), self.smooth_value(w), jnp.inf)
+
+    def subgradient(self, w):
+        """λ(log(d w) + 1), the gradient inside the domain (−inf where wᵢ = 0)."""
+        return self.lam * (jnp.log(w) - self._log_centre(w) + 1.0)
+
+    def argsup(self, w, p):
+        raise NotImplementedError(
+            "Entropy has no oracle for the subgradient methods (its domain is the capped "
+            "simplex): solve with AGMEF(scheme='primal') or AGMEF1(scheme='primal').")
+
+    def line(self, w, p) -> RegularizerLine:
+        raise NotImplementedError(
+            "Entropy is not piecewise quadratic: no exact line search; solve with "
+            "AGMEF(scheme='primal').")
+
+    def prox(self, v, step):
+        raise NotImplementedError(
+            "Entropy's prox is in the entropy geometry (bregman_prox), not the Euclidean one.")
+
+    def bregman_prox(self, centre, weight, linear):
+        """argmin_x weight·Δ(x, centre) + ⟨linear, x⟩ + λΔ(x, w⁰) over the capped simplex:
+        the model minimizers of AGM-EF in the entropy geometry (paper 003, Alg. 1 step 9,
+        Assumption 2). On the simplex Σx is fixed, so the objective is (weight + λ)·Σ x log x
+        − ⟨t, x⟩ (weight + λ) up to a constant, t = (weight·log centre − linear)/(weight + λ):
+        the capped soft-max of t (`nsjax.projections.entropic_capped_simplex`). weight may
+        underflow to 0 (AGM-EF's 1/A_k after a long linear run) and centre may hold zeros:
+        their product is then taken as 0 / −inf as the limit says."""
+        from nsjax.projections import entropic_capped_simplex
+
+        log_c = jnp.where(centre > 0, weight * jnp.log(jnp.where(centre > 0, centre, 1.0)),
+                          jnp.where(weight > 0, -jnp.inf, 0.0))
+        total = weight + self.lam
+        total = jnp.where(total > 0, total, 1.0)
+        return entropic_capped_simplex((log_c - linear) / total, self.cap)
+
+    def conjugate(self, v):
+        """sup_w ⟨v, w⟩ − λΔ(w, w⁰) over the capped simplex: the sup is attained at the
+        capped soft-max w of v/λ, where it is evaluated (without the cap: λ log Σ w⁰ᵢ
+        exp(vᵢ/λ)). (Paper 003, Example 5, writes it as −min_{β ≥ 0}{…}: the sign is a typo,
+        the conjugate is +min over the caps' multipliers β of λ log Σ w⁰ᵢ exp((vᵢ − βᵢ)/λ) +
+        ν Σβᵢ.)"""
+        from nsjax.projections import entropic_capped_simplex
+
+        safe = jnp.where(self.lam > 0, self.lam, 1.0)
+        w = entropic_capped_simplex(v / safe, self.cap)
+        kl = jnp.sum(jax.scipy.special.xlogy(w, w)) - self._log_centre(w)
+        return jnp.vdot(v, w) - self.lam * kl
+
+    def smooth_value(self, w):
+        """λΔ(w, w⁰) without the domain's indicator (for points known to be in it, up to
+        rounding: AGM-EF's iterates)."""
+        return self.lam * self.divergence(w, jnp.full_like(w, 1.0 / w.shape[0]))
+
+    @staticmethod
+    def divergence(x, c):
+        """The Bregman divergence of d = Σ xᵢ log xᵢ, Σᵢ xᵢ log(xᵢ/cᵢ) − xᵢ + cᵢ (the
+        relative entropy on the simplex), summed as Σ cᵢ h(tᵢ), tᵢ = xᵢ/cᵢ − 1, h(t) =
+        (1 + t) log(1 + t) − t ≥ 0: each term's rounding is then relative to its size (the
+        plain Σ x log x − x log c loses everything below ε·|x log x| near c, which AGM-EF
+        multiplies by 1/A_k). cᵢ > 0; xᵢ = 0 gives cᵢ."""
+        safe = jnp.where(c > 0, c, 1.0)
+        t = x / safe - 1.0
+        series = t * t * (0.5 - t * (1.0 / 6.0 - t / 12.0))  # h(t) to O(t⁵) for small t
+        h = jnp.where(jnp.abs(t) < 1e-3, series,
+                      jax.scipy.special.xlogy(1.0 + t, 1.0 + t) - t)
+        return jnp.sum(jnp.where(c > 0, safe * h, jnp.where(x > 0, jnp.inf, 0.0)))
+
+    def smooth_grad(self, w):
+        return self.subgradient(w)
+
+    def smooth_hvp(self, v):
+        """λ·v: the strong convexity λ with respect to d (the Hessian itself, λ/w, is not
+        constant; AGM-EF reads λ₂ from here)."""
+        return self.lam * v
+
+    def mirror_map(self, w):
+        """∇d(w) = log w + 1."""
+        return jnp.log(w) + 1.0
+
+    def inverse_mirror_map(self, z):
+        return jnp.exp(z - 1.0)
+
+    def start(self, shape, dtype):
+        """w⁰, the uniform weights (zero is outside the simplex)."""
+        return jnp.full(shape, 1.0 / shape[0], dtype)
+
+
 def _with_zero_bias(g, w):
     """g (a gradient over the penalized rows) with a zero row for the bias appended."""
     return jnp.concatenate([g, jnp.zeros_like(w[-1:])])
@@ -472,6 +617,10 @@ class Unpenalized(Regularizer):
     @property
     def dual_points(self):
         return self.inner.dual_points
+
+    @property
+    def geometry(self):
+        return self.inner.geometry
 
     def value(self, w):
         return self.inner.value(w[:-1])

@@ -22,7 +22,11 @@ from nsjax.loop import _run_jit, _sweep_jit
 KINDS = {"hinge": (nsjax.losses.Hinge, nsjax.regularizers.L2, 0.1),
          "logistic": (nsjax.losses.Logistic, nsjax.regularizers.L2, 0.1),
          # μ small enough that w* ≠ 0 on these problems (‖Xᵀ∇R(0)‖∞ ≈ 0.1–0.3).
-         "logistic-l1": (nsjax.losses.Logistic, nsjax.regularizers.L1, 0.02)}
+         "logistic-l1": (nsjax.losses.Logistic, nsjax.regularizers.L1, 0.02),
+         # The relative entropy on the simplex (paper 003, Example 5's regularizer).
+         "hinge-entropy": (nsjax.losses.Hinge, nsjax.regularizers.Entropy, 0.05)}
+REG_NAMES = {nsjax.regularizers.L2: "l2", nsjax.regularizers.L1: "l1",
+             nsjax.regularizers.Entropy: "entropy"}
 ENTRIES = [pytest.param(e, id=e.name) for e in REGISTRY]
 # test_sweep_equals_solve and test_one_compile_per_shape run on these: one compiled solve
 # and one compiled sweep (of three strengths) per registry entry serve both.
@@ -43,8 +47,7 @@ def _problem(kind="hinge", seed=0, n=80, d=8, lam=None, dtype=None):
 def _optimum(kind, seed):
     loss, reg, strength = KINDS[kind]
     X, y, _ = random_binary(seed + 100, 80, 8)
-    name = "l1" if reg is nsjax.regularizers.L1 else "l2"
-    return cvxpy_optimum(X, y, strength, loss=loss.__name__.lower(), reg=name)[0]
+    return cvxpy_optimum(X, y, strength, loss=loss.__name__.lower(), reg=REG_NAMES[reg])[0]
 
 
 def _signature(tree):
@@ -168,7 +171,7 @@ def test_reaches_the_cvxpy_optimum_with_valid_gaps(entry, loss, seed):
     assert np.all(gap_t >= best_t - J_star - 1e-9)
     assert float(sol.gap) >= value - J_star - 1e-9
     # The best-so-far curve is the running minimum of the recorded values (and J(w_0)).
-    J0 = float(prob.objective(prob.zeros()))
+    J0 = float(prob.objective(prob.start()))  # the default w0
     np.testing.assert_array_equal(best_t, np.minimum.accumulate(np.minimum(value_t, J0)))
     assert best_t[-1] == value
     assert np.all(np.isnan(np.asarray(h.value[steps:])))

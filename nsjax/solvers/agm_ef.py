@@ -8,7 +8,11 @@ easy prox, by keeping the estimate function (eq. 16)
 
 and the invariant A_k F(x_k) ≤ min ψ_k (15), A_k = Σ aᵢ; F(x_k) − F* ≤ ½‖x* − x₀‖²/A_k (17),
 with A_k ~ k² for λ = λ₁ + λ₂ = 0 and growing geometrically for λ > 0 (Theorem 6). Here
-λ₁ = 0 (f is treated as merely convex) and the geometry is Euclidean (d = ½‖·‖², σ = 1).
+λ₁ = 0 (f is treated as merely convex). The geometry is Euclidean (d = ½‖·‖², σ = 1), or in
+the primal scheme with `nsjax.regularizers.Entropy` the entropy one: d = Σ wᵢ log wᵢ on the
+(capped) simplex, σ = 1 in ‖·‖₁, Δ the relative entropy, Ψ = λΔ(·, w⁰) λ-strongly convex
+with respect to d, and the model minimizer of step 9 a capped soft-max (Assumption 2;
+`Entropy.bregman_prox`).
 
 Memory is constant (Sec. 3.1): ψ_k is kept as Ḡ = Σ aᵢ∇f(uᵢ)/A_k and C̄ = Σ aᵢ(f(uᵢ) −
 ⟨∇f(uᵢ), uᵢ⟩)/A_k, so z_k = argmin ψ_k = prox of Ψ at a known point (step 9). Everything is
@@ -41,8 +45,14 @@ D_μ = D − μ/2‖α‖² ≥ D − ε), without it closes as O(1/k²). `smoot
 J_μ(w_k) − D_μ(α_k), the quantity of Theorem 10 that decays linearly when λ₁ + λ₂ > 0.
 
 The third scheme of Sec. 5, decreasing smoothness (Sec. 5.2: the excessive gap technique),
-is `nsjax.solvers.Pragam`; AGM-EF-1 (Alg. 3–4) is `nsjax.solvers.AGMEF1`. The entropy
-geometry (a Bregman prox on the simplex) is not here yet.
+is `nsjax.solvers.Pragam`; AGM-EF-1 (Alg. 3–4) is `nsjax.solvers.AGMEF1`.
+
+In the entropy geometry the first L is σ_max(X)²/μ, an upper bound on the constant in
+‖·‖₁ (max_j ‖X_{:j}‖²/μ ≤ σ_max(X)²/μ), not the optimistic estimate Alg. 2 asks for: each
+step divides it by γ_d, so it falls to the right scale within a few steps. A caller's w⁰
+with zero weights (where the entropy geometry cannot leave the boundary) is moved towards
+the uniform weights by 1e-3 to give the prox centre x₀; the recorded start is w⁰ itself.
+Each step's backtracking on L stops after `MAX_RAISES` raises (a factor γ_u^64).
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ from typing import Any, ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from nsjax.problem import is_traced
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.base import Core, Solver, count, counters
 from nsjax.solvers.svm_dual import (
@@ -65,11 +76,16 @@ from nsjax.solvers.svm_dual import (
 )
 
 SCHEMES = ("dual", "primal")
+MAX_RAISES = 64  # raises of L within one step (Alg. 2, steps 8–11): a factor γ_u^64
 
 
 def _coefficient_regularizer(problem):
     """λΩ on the coefficients (the bias, if any, is not a variable of AGM-EF)."""
     return problem.reg.inner if problem.bias else problem.reg
+
+
+def _entropy_geometry(problem):
+    return getattr(_coefficient_regularizer(problem), "geometry", "euclidean") == "entropy"
 
 
 class AGMEFState(NamedTuple):
@@ -104,7 +120,9 @@ class _Trial(NamedTuple):
 @solver_options
 class AGMEF(Solver):
     """AGM-EF-∞ with adaptive L (paper 003, Alg. 2) for the linear SVM (binary hinge + L2,
-    with or without a bias), in the primal or the dual (module docstring).
+    with or without a bias), in the primal or the dual (module docstring). The primal scheme
+    also takes L1, ElasticNet (Euclidean prox) and `nsjax.regularizers.Entropy` (the entropy
+    geometry: Bregman prox steps on the capped simplex).
 
     Args:
         scheme: "dual" (default: Sec. 5.1.2 / 5.3, AGM-EF on −D) or "primal" (Sec. 5.1.1,
@@ -140,6 +158,7 @@ class AGMEF(Solver):
     power_iterations: int = 20
 
     supports_bias: ClassVar[bool] = True
+    geometries: ClassVar[tuple[str, ...]] = ("euclidean", "entropy")
 
     def __post_init__(self):
         if self.scheme not in SCHEMES:
@@ -178,7 +197,17 @@ class AGMEF(Solver):
         return self.epsilon
 
     def check(self, problem):
-        check_svm_problem(problem, type(self).__name__, self.scheme == "primal")
+        name = type(self).__name__
+        check_svm_problem(problem, name, self.scheme == "primal")
+        if not _entropy_geometry(problem):
+            return
+        if problem.bias:
+            raise ValueError(f"{name} takes Entropy without a bias only (the bias would be "
+                             "a free coordinate outside the simplex): use bias=False.")
+        cap, d = problem.reg.cap, problem.X.shape[1]
+        if not is_traced(cap) and not float(cap) * d >= 1:
+            raise ValueError(f"Entropy's cap must be >= 1/d = {1 / d:.3g} for the capped "
+                             f"simplex in R^{d} to be non-empty; got cap={float(cap):.3g}.")
 
     # -- the composite F = f + Ψ of each scheme ---------------------------------------------
     def image(self, problem, x):
@@ -204,9 +233,28 @@ class AGMEF(Solver):
 
     def regularizer(self, problem, x, mu):
         """Ψ(x) (on its domain): λΩ of the coefficients (primal), μ/2‖α‖² (dual)."""
-        if self.scheme == "primal":
-            return _coefficient_regularizer(problem).value(x)
-        return 0.5 * mu * jnp.vdot(x, x)
+        if self.scheme == "dual":
+            return 0.5 * mu * jnp.vdot(x, x)
+        reg = _coefficient_regularizer(problem)
+        # In the entropy geometry the iterates are in the domain by construction: its
+        # indicator (which rounding could trip, and fail (15) for ever) is left out.
+        return reg.smooth_value(x) if _entropy_geometry(problem) else reg.value(x)
+
+    def divergence(self, problem, x, centre):
+        """Δ(x, centre) of the prox-function: ½‖x − c‖², or the relative entropy
+        Σ xᵢ log(xᵢ/cᵢ) on the simplex (both sum to 1)."""
+        if self.scheme == "primal" and _entropy_geometry(problem):
+            return _coefficient_regularizer(problem).divergence(x, centre)
+        d = x - centre
+        return 0.5 * jnp.vdot(d, d)
+
+    def prox_centre(self, problem, coef):
+        """The primal scheme's x₀ from the caller's coefficients: as they are, or moved
+        into the simplex's interior in the entropy geometry (module docstring)."""
+        if not _entropy_geometry(problem):
+            return coef
+        delta = jnp.where(jnp.min(coef) > 0, 0.0, 1e-3)
+        return (1 - delta) * coef + delta / coef.shape[0]
 
     def strong_convexity(self, problem, mu):
         """λ₂ of Ψ (λ₁ = 0): the curvature of λΩ's smooth part (λ for L2 and the elastic
@@ -216,10 +264,12 @@ class AGMEF(Solver):
         return mu
 
     def prox_step(self, problem, centre, weight, linear, mu):
-        """argmin_x weight/2 ‖x − centre‖² + ⟨linear, x⟩ + Ψ(x): the model minimizers of
+        """argmin_x weight·Δ(x, centre) + ⟨linear, x⟩ + Ψ(x): the model minimizers of
         Alg. 1 (step 9) and Alg. 3 (step 10)."""
         lam2 = self.strong_convexity(problem, mu)
         reg = _coefficient_regularizer(problem)
+        if self.scheme == "primal" and _entropy_geometry(problem):
+            return reg.bregman_prox(centre, weight, linear)
         if self.scheme == "dual" or reg.quadratic:
             # Written without 1/weight, which overflows once A_k (1/weight) has grown
             # geometrically: Ψ is λ₂/2‖·‖² (on Q₂ in the dual).
@@ -228,7 +278,7 @@ class AGMEF(Solver):
         return reg.prox(centre - linear / weight, 1.0 / weight)  # L1, elastic net
 
     def model_minimizer(self, problem, x0, G, inv_A, mu):
-        """argmin_x ½(1/A)‖x − x₀‖² + Ψ(x) + ⟨Ḡ, x⟩ (step 9, divided by A)."""
+        """argmin_x (1/A)Δ(x, x₀) + Ψ(x) + ⟨Ḡ, x⟩ (step 9, divided by A)."""
         return self.prox_step(problem, x0, inv_A, G, mu)
 
     def certificate(self, problem, state_x, Kx, G, other, bias):
@@ -279,7 +329,7 @@ class AGMEF(Solver):
         S0 = problem.scores(w0)
         if self.scheme == "primal":
             L = sq / mu
-            x0 = coef
+            x0 = self.prox_centre(problem, coef)
         else:
             L = sq / problem.lam
             # A start in Q₂ from w⁰: β = clip(1 − yᵢ sᵢ, 0, 1), the hinge's dual at w⁰.
@@ -328,9 +378,8 @@ class AGMEF(Solver):
         Kx = old_w * state.Kx + new_w * Kz
         # (15) at k+1, divided by A_{k+1}: F(x) ≤ ψ(z)/A.
         F = self.smooth_part(problem, x, Kx, state.mu) + self.regularizer(problem, x, state.mu)
-        d = z - state.x0
-        psi = (0.5 * inv_A * jnp.vdot(d, d) + self.regularizer(problem, z, state.mu) + C
-               + jnp.vdot(G, z))
+        psi = (inv_A * self.divergence(problem, z, state.x0)
+               + self.regularizer(problem, z, state.mu) + C + jnp.vdot(G, z))
         slack = 64 * jnp.finfo(F.dtype).eps * (jnp.abs(F) + jnp.abs(psi) + jnp.abs(C))
         return _Trial(x, z, Kx, Kz, G, C, other, inv_A, F <= psi + slack)
 
@@ -338,7 +387,7 @@ class AGMEF(Solver):
         L0 = state.lipschitz / self.gamma_d  # Alg. 2, step 6 (and 8 once)
 
         def fails(carry):
-            return ~carry[0].holds
+            return ~carry[0].holds & (carry[2] < MAX_RAISES)
 
         def raise_L(carry):
             _, L, raises = carry

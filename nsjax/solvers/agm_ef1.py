@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from nsjax.solvers._options import solver_options
-from nsjax.solvers.agm_ef import AGMEF
+from nsjax.solvers.agm_ef import AGMEF, MAX_RAISES
 from nsjax.solvers.base import Core, count, counters
 from nsjax.solvers.svm_dual import project_dual, spectral_norm_sq
 
@@ -80,7 +80,7 @@ class AGMEF1(AGMEF):
         coef, bias = problem.split_bias(w0)
         S0 = problem.scores(w0)
         if self.scheme == "primal":
-            L, u0 = sq / mu, coef
+            L, u0 = sq / mu, self.prox_centre(problem, coef)
         else:
             L = sq / problem.lam
             u0 = project_dual(problem, jnp.clip(1.0 - problem.y * S0, 0.0, 1.0) / n)
@@ -92,9 +92,8 @@ class AGMEF1(AGMEF):
         def attempt(L):
             z = self.prox_step(problem, u0, L, g0, mu)
             Kz = self.image(problem, z)
-            d = z - u0
-            q = (0.5 * L * jnp.vdot(d, d) + self.regularizer(problem, z, mu) + f0
-                 + jnp.vdot(g0, d))
+            q = (L * self.divergence(problem, z, u0) + self.regularizer(problem, z, mu) + f0
+                 + jnp.vdot(g0, z - u0))
             F = self.smooth_part(problem, z, Kz, mu) + self.regularizer(problem, z, mu)
             return z, Kz, q, F <= q + self.slack(F, q)
 
@@ -103,7 +102,8 @@ class AGMEF1(AGMEF):
             return (*attempt(L * self.gamma_u), L * self.gamma_u, raises + 1)
 
         z, Kz, q, _, L, raises = jax.lax.while_loop(
-            lambda c: ~c[3], raise_L, (*attempt(L), L, jnp.zeros((), jnp.int32)))
+            lambda c: ~c[3] & (c[5] < MAX_RAISES), raise_L,
+            (*attempt(L), L, jnp.zeros((), jnp.int32)))
         stats = counters(matvecs=products + 4 + raises, lipschitz_increases=raises)
         return AGMEF1State(
             core=Core(w0, problem.value(w0, S0), lower, stats), x=z, z=z, Kx=Kz, Kz=Kz,
@@ -129,9 +129,8 @@ class AGMEF1(AGMEF):
         Kz = self.image(problem, z)
         x = (1 - a) * state.x + a * z  # step 11
         Kx = (1 - a) * state.Kx + a * Kz
-        dz = z - state.z
         # Q_{k+1} = ψ_{k+1}(z_{k+1}) (step 12) with q_k = c_k Δ(·, z_k) + Q_k.
-        Q = ((1 - a) * (0.5 * c * jnp.vdot(dz, dz) + state.Q)
+        Q = ((1 - a) * (c * self.divergence(problem, z, state.z) + state.Q)
              + a * (f_u + jnp.vdot(grad, z - u) + self.regularizer(problem, z, mu)))
         F = self.smooth_part(problem, x, Kx, mu) + self.regularizer(problem, x, mu)
         new = state._replace(
@@ -149,7 +148,7 @@ class AGMEF1(AGMEF):
             return (*self.attempt(problem, state, L), L, raises + 1)
 
         new, _, _, raises = jax.lax.while_loop(
-            lambda c: ~c[1], raise_L,
+            lambda c: ~c[1] & (c[3] < MAX_RAISES), raise_L,
             (*self.attempt(problem, state, L0), L0, jnp.zeros((), jnp.int32)))
         bias = problem.split_bias(state.core.w)[1]
         w_b, value, lower = self.certificate(problem, new.x, new.Kx, new.G, new.other, bias)

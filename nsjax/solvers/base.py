@@ -170,6 +170,10 @@ class Solver(abc.ABC):
     #: Whether the solver handles `Problem(..., bias=True)` (the bias is the last row of w,
     #: unregularized); `nsjax.solve` refuses the others before compiling.
     supports_bias: ClassVar[bool] = False
+    #: The prox geometries of the regularizers the solver takes (`Regularizer.geometry`):
+    #: "euclidean" for all; "entropy" where it keeps its iterates in the entropy geometry's
+    #: domain through `bregman_prox`.
+    geometries: ClassVar[tuple[str, ...]] = ("euclidean",)
 
     @abc.abstractmethod
     def init(self, problem, w0) -> Any:

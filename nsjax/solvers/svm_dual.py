@@ -61,8 +61,11 @@ def check_svm_problem(problem, name, any_regularizer=False):
             f"(paper 004, eq. 21); got {type(problem.loss).__name__}. Use SubLBFGS() or the "
             "default solver for other losses.")
     reg = problem.reg.inner if problem.bias else problem.reg
+    if getattr(reg, "geometry", "euclidean") != "euclidean" and not any_regularizer:
+        raise ValueError(f"{name} solves in the dual, where {type(reg).__name__} has no "
+                         "closed form; use AGMEF(scheme='primal') (the default solver for it).")
     if not (reg.quadratic or any_regularizer):
-        also = (" (AGMEF(scheme='primal') also takes L1 and ElasticNet)"
+        also = (" (AGMEF(scheme='primal') also takes L1, ElasticNet and Entropy)"
                 if name.startswith("AGMEF") else "")
         raise ValueError(f"{name} needs the L2 regularizer (w(α) = Xᵀ(y∘α)/λ, eq. 24){also}; "
                          f"got {type(reg).__name__}. Use SubLBFGS() for other regularizers.")
