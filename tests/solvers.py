@@ -46,9 +46,10 @@ REGISTRY = [
     Entry("Pragam", S.Pragam(), ("hinge",), fast=False),
     Entry("AGMEF", S.AGMEF(), ("hinge",), fast=False),
     # Smoothed to ε = 1e-8: the certified gap on J stops near ε (paper 003, Theorem 19).
-    # Also in the entropy geometry (the relative entropy on the simplex).
-    Entry("AGMEF-primal", S.AGMEF(scheme="primal", epsilon=1e-8), ("hinge", "hinge-entropy"),
-          fast=False),
+    # Also in the entropy geometry (the relative entropy on the simplex), and on a smooth
+    # loss (f = R(Xw), no smoothing).
+    Entry("AGMEF-primal", S.AGMEF(scheme="primal", epsilon=1e-8),
+          ("hinge", "hinge-entropy", "logistic"), fast=False),
     Entry("AGMEF1", S.AGMEF1(), ("hinge",), fast=False),
     # O(1/(λε)) steps: 1e-5 in 2000 steps on these problems.
     Entry("LineSearchBMRM", S.LineSearchBMRM(), rtol=1e-4),

@@ -34,6 +34,10 @@ D(α) = Σα − ‖Xᵀ(y∘α)‖²/(2λ) over Q₂ = [0, 1/n]ⁿ (∩ {Σyᵢ
   μ = ε/D₂ (eq. 57) with D₂ = max_{Q₂} ½‖α‖² = 1/(2n), ε = ``epsilon``: J_μ ≤ J ≤ J_μ + ε, so
   an ε-accurate minimizer of J_μ is 2ε-accurate for J (Theorem 19). The dual points are
   (22): α_k = Σ aᵢ α(uᵢ)/A_k, and Xᵀ(y∘α_k) = −Ḡ costs nothing.
+- ``scheme="primal"`` with a smooth loss (Logistic, Squared): the composite J = f + Ψ itself,
+  f(w) = R(Xw) (no smoothing, ``epsilon`` unused), L first estimated as σ_max(X)² times R's
+  largest curvature at the start; the dual points are (22) with ∇R(Xuᵢ) for α(uᵢ), and
+  the bound is `Problem.dual_value` of their average.
 - ``scheme="dual"`` (Sec. 5.1.2, and 5.3 with ``epsilon=None``): x = α, f(α) = −Σα +
   ‖Xᵀ(y∘α)‖²/(2λ), Ψ = μ/2‖α‖² + ι_{Q₂} (μ = ε/D₂, or 0 without smoothing), L = σ_max(X)²/λ.
   The primal points are (22) with the roles swapped: w_k = Σ aᵢ w(uᵢ)/A_k, w(α) = Xᵀ(y∘α)/λ,
@@ -62,6 +66,7 @@ from typing import Any, ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from nsjax.losses import Hinge
 from nsjax.problem import is_traced
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.base import Core, Solver, count, counters
@@ -82,6 +87,11 @@ MAX_RAISES = 64  # raises of L within one step (Alg. 2, steps 8–11): a factor 
 def _coefficient_regularizer(problem):
     """λΩ on the coefficients (the bias, if any, is not a variable of AGM-EF)."""
     return problem.reg.inner if problem.bias else problem.reg
+
+
+def _smooth_loss(problem):
+    """A smooth loss (Logistic, Squared): the primal scheme's f is R(Xw) itself."""
+    return not isinstance(problem.loss, Hinge)
 
 
 def _entropy_geometry(problem):
@@ -122,7 +132,8 @@ class AGMEF(Solver):
     """AGM-EF-∞ with adaptive L (paper 003, Alg. 2) for the linear SVM (binary hinge + L2,
     with or without a bias), in the primal or the dual (module docstring). The primal scheme
     also takes L1, ElasticNet (Euclidean prox) and `nsjax.regularizers.Entropy` (the entropy
-    geometry: Bregman prox steps on the capped simplex).
+    geometry: Bregman prox steps on the capped simplex), and the smooth losses Logistic and
+    Squared (without a bias) in place of the smoothed hinge.
 
     Args:
         scheme: "dual" (default: Sec. 5.1.2 / 5.3, AGM-EF on −D) or "primal" (Sec. 5.1.1,
@@ -218,6 +229,8 @@ class AGMEF(Solver):
 
     def smooth_part(self, problem, x, Kx, mu):
         """f(x) from its image (no product)."""
+        if self.scheme == "primal" and _smooth_loss(problem):
+            return problem.loss.risk(Kx, problem.y)
         if self.scheme == "primal":  # g*_μ: α(w) = Π_{Q₂}((1 − y∘Xw)/μ)
             return smoothed_hinge(problem, 1.0 - problem.y * Kx, mu)[0]
         return -jnp.sum(x) + 0.5 * jnp.vdot(Kx, Kx) / problem.lam
@@ -225,6 +238,9 @@ class AGMEF(Solver):
     def gradient(self, problem, u, Ku, mu):
         """(f(u), ∇f(u), the other side's point at u). One product."""
         lam, y = problem.lam, problem.y
+        if self.scheme == "primal" and _smooth_loss(problem):  # the dual point u = ∇R(Xw)
+            u_dual = problem.loss.dscores(Ku, y)
+            return problem.loss.risk(Ku, y), problem.X.rmv(u_dual), u_dual
         if self.scheme == "primal":
             value, alpha = smoothed_hinge(problem, 1.0 - y * Ku, mu)
             return value, -problem.X.rmv(y * alpha), alpha
@@ -277,6 +293,24 @@ class AGMEF(Solver):
             return point if self.scheme == "primal" else project_dual(problem, point)
         return reg.prox(centre - linear / weight, 1.0 / weight)  # L1, elastic net
 
+    def smoothing(self, problem):
+        """μ: ε/D₂ = 2nε (eq. 57) where the scheme smooths (the hinge), else 0."""
+        target = self.target
+        if target is None or (self.scheme == "primal" and _smooth_loss(problem)):
+            return jnp.zeros((), problem.dtype)
+        return jnp.asarray(2.0 * problem.X.shape[0] * target, problem.dtype)
+
+    def first_lipschitz(self, problem, sq, mu, Kx0):
+        """The first estimate of f's L: σ_max(X)²/λ (dual), σ_max(X)²/μ (smoothed hinge), or
+        σ_max(X)² times R's curvature at the start (a smooth loss: the largest diagonal
+        entry of ∇²R there; 1/(4n) at zero scores for Logistic, 1/n for Squared)."""
+        if self.scheme == "dual":
+            return sq / problem.lam
+        if _smooth_loss(problem):
+            curvature = jnp.max(problem.loss.curvature(Kx0, problem.y))
+            return sq * jnp.maximum(curvature, jnp.finfo(problem.dtype).tiny)
+        return sq / mu
+
     def model_minimizer(self, problem, x0, G, inv_A, mu):
         """argmin_x (1/A)Δ(x, x₀) + Ψ(x) + ⟨Ḡ, x⟩ (step 9, divided by A)."""
         return self.prox_step(problem, x0, inv_A, G, mu)
@@ -286,7 +320,9 @@ class AGMEF(Solver):
         y = problem.y
         if self.scheme == "primal":  # w = x_k; α_k = other, Xᵀ(y∘α_k) = −Ḡ
             w, S = state_x, Kx
-            if _coefficient_regularizer(problem).quadratic:
+            if _smooth_loss(problem):  # ū = Σ aᵢ∇R(X uᵢ)/A_k, Xᵀū = Ḡ
+                lower = problem.dual_value(other, Xtu=G)
+            elif _coefficient_regularizer(problem).quadratic:
                 lower = jnp.sum(other) - 0.5 * jnp.vdot(G, G) / problem.lam
             else:  # D(α) = Σα where ‖Xᵀ(y∘α)‖∞ ≤ μ: the dual point scaled into it
                 lower = problem.dual_value(-y * other, Xtu=None if problem.bias else G)
@@ -322,20 +358,18 @@ class AGMEF(Solver):
     # -- Alg. 1–2 ------------------------------------------------------------------------
     def init(self, problem, w0) -> AGMEFState:
         dt, n = problem.dtype, problem.X.shape[0]
-        target = self.target
-        mu = jnp.asarray(0.0 if target is None else 2.0 * n * target, dt)  # μ = ε/D₂
+        mu = self.smoothing(problem)
         sq, products = spectral_norm_sq(problem, self.spectral_norm_sq, self.power_iterations)
         coef, bias = problem.split_bias(w0)
         S0 = problem.scores(w0)
         if self.scheme == "primal":
-            L = sq / mu
             x0 = self.prox_centre(problem, coef)
         else:
-            L = sq / problem.lam
             # A start in Q₂ from w⁰: β = clip(1 − yᵢ sᵢ, 0, 1), the hinge's dual at w⁰.
             margin = 1.0 - problem.y * S0
             x0 = project_dual(problem, jnp.clip(margin, 0.0, 1.0) / n)
         Kx0 = self.image(problem, x0)
+        L = self.first_lipschitz(problem, sq, mu, Kx0)
         _, grad, other = self.gradient(problem, x0, Kx0, mu)
         zero = jnp.zeros((), dt)
         # The recorded start is the caller's w⁰ (a warm start is never lost), with the bound

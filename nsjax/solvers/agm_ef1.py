@@ -72,19 +72,18 @@ class AGMEF1(AGMEF):
                 "4/(2 + k)²} for the scheme's F; the recorded gap is the true J(w_k) − D(α_k).")
 
     def init(self, problem, w0) -> AGMEF1State:
-        dt, n = problem.dtype, problem.X.shape[0]
-        target = self.target
-        mu = jnp.asarray(0.0 if target is None else 2.0 * n * target, dt)
+        n = problem.X.shape[0]
+        mu = self.smoothing(problem)
         lam2 = self.strong_convexity(problem, mu)
         sq, products = spectral_norm_sq(problem, self.spectral_norm_sq, self.power_iterations)
         coef, bias = problem.split_bias(w0)
         S0 = problem.scores(w0)
         if self.scheme == "primal":
-            L, u0 = sq / mu, self.prox_centre(problem, coef)
+            u0 = self.prox_centre(problem, coef)
         else:
-            L = sq / problem.lam
             u0 = project_dual(problem, jnp.clip(1.0 - problem.y * S0, 0.0, 1.0) / n)
         Ku0 = self.image(problem, u0)
+        L = self.first_lipschitz(problem, sq, mu, Ku0)
         f0, g0, other0 = self.gradient(problem, u0, Ku0, mu)
         _, _, lower = self.certificate(problem, u0, Ku0, g0, other0, bias)
 

@@ -53,13 +53,22 @@ def estimate_spectral_norm_sq(X, iterations: int = 20, key=None):
 
 def check_svm_problem(problem, name, any_regularizer=False):
     """The Nesterov SVM solvers work on the adjoint (21) of the binary hinge with L2; with
-    ``any_regularizer`` (AGM-EF's primal scheme, which needs only Ψ's prox) L1 and the
-    elastic net too (paper 003, Example 2)."""
-    if not isinstance(problem.loss, Hinge):
+    ``any_regularizer`` (AGM-EF's primal scheme, which needs only Ψ's prox and ∇f) L1, the
+    elastic net and the entropy too (paper 003, Examples 2 and 5), and a smooth loss with
+    one score per example (f = R(Xw) itself, no smoothing: Logistic, Squared)."""
+    smooth = problem.smooth_loss and problem.num_outputs is None
+    if any_regularizer and smooth:
+        if problem.bias:
+            raise ValueError(f"{name} takes a bias with the hinge only (its b comes from exact "
+                             "line searches on the hinge's lines); use SubLBFGS() for "
+                             f"{type(problem.loss).__name__} with a bias.")
+    elif not isinstance(problem.loss, Hinge):
+        also = (" (AGMEF(scheme='primal') also takes Logistic and Squared)"
+                if name.startswith("AGMEF") else "")
         raise ValueError(
             f"{name} solves the binary hinge (nsjax.losses.Hinge) with L2 through its dual "
-            f"(paper 004, eq. 21); got {type(problem.loss).__name__}. Use SubLBFGS() or the "
-            "default solver for other losses.")
+            f"(paper 004, eq. 21){also}; got {type(problem.loss).__name__}. Use SubLBFGS() or "
+            "the default solver for other losses.")
     reg = problem.reg.inner if problem.bias else problem.reg
     if getattr(reg, "geometry", "euclidean") != "euclidean" and not any_regularizer:
         raise ValueError(f"{name} solves in the dual, where {type(reg).__name__} has no "
