@@ -533,8 +533,7 @@ class Entropy(Regularizer):
 
         safe = jnp.where(self.lam > 0, self.lam, 1.0)
         w = entropic_capped_simplex(v / safe, self.cap)
-        kl = jnp.sum(jax.scipy.special.xlogy(w, w)) - self._log_centre(w)
-        return jnp.vdot(v, w) - self.lam * kl
+        return jnp.vdot(v, w) - self.smooth_value(w)
 
     def smooth_value(self, w):
         """λΔ(w, w⁰) without the domain's indicator (for points known to be in it, up to

@@ -190,9 +190,10 @@ class AGMEF(Solver):
         """Which a-priori bound the run's gaps obey (the recorded gap is always the true
         J(w_k) − D(α_k), valid whatever the bound)."""
         if self.scheme == "primal":
-            return ("Theorem 6: J_μ(w_k) − min J_μ ≤ ½‖w* − w₀‖²/A_k (linear: λ > 0); "
-                    "Theorem 19: 2ε-accurate once the smoothed gap is ≤ ε. No a-priori bound "
-                    "on J(w_k) − D(α_k): dom Ψ is unbounded (Sec. 5.1.1).")
+            return ("Theorem 6: J_μ(w_k) − min J_μ ≤ Δ(w*, w₀)/A_k (linear: λ > 0; J_μ = J "
+                    "for a smooth loss); Theorem 19: 2ε-accurate once the smoothed gap is ≤ ε. "
+                    "No a-priori bound on J(w_k) − D(α_k) where dom Ψ is unbounded "
+                    "(Sec. 5.1.1).")
         if self.target is None:
             return ("Sec. 5.3 / Theorem 10: J(w_k) − D(α_k) ≤ max_{Q₂} ½‖α − α₀‖² / A_k, "
                     "A_k ~ k² (no smoothing).")
