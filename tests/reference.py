@@ -14,7 +14,8 @@ def hinge_objective(w, X, y, lam):
 def cvxpy_optimum(X, y, lam, loss="hinge", reg="l2", mu=0.0, bias=False, cap=1.0):
     """min_w reg(w) + mean(loss(y x_iᵀw)) by Clarabel at tight tolerances: reg "l2" is
     λ/2‖w‖², "l1" λ‖w‖₁, "elasticnet" μ‖w‖₁ + λ/2‖w‖², "entropy" λ Σ wᵢ log(d wᵢ) on
-    {w ∈ [0, cap]ᵈ, Σw = 1} (exponential cone). Loss "squared": (1/2n)‖Xw − y‖².
+    {w ∈ [0, cap]ᵈ, Σw = 1} (exponential cone). Loss "squared": (1/2n)‖Xw − y‖²;
+    "maxscore": maxᵢ x_iᵀw.
     With ``bias``, scores x_iᵀw + b with b free, and the returned w ends with b."""
     X = X.toarray() if sp.issparse(X) else np.asarray(X)
     n, d = X.shape
@@ -25,6 +26,8 @@ def cvxpy_optimum(X, y, lam, loss="hinge", reg="l2", mu=0.0, bias=False, cap=1.0
         risk = cp.sum(cp.pos(1 - margins)) / n
     elif loss == "squared":
         risk = cp.sum_squares(X @ w + b - y) / (2 * n)
+    elif loss == "maxscore":  # max_i x_iᵀw (LPBoost's edges; y unused)
+        risk = cp.max(X @ w)
     else:
         risk = cp.sum(cp.logistic(-margins)) / n
     penalty = {"l2": 0.5 * lam * cp.sum_squares(w), "l1": lam * cp.norm1(w),
@@ -34,6 +37,7 @@ def cvxpy_optimum(X, y, lam, loss="hinge", reg="l2", mu=0.0, bias=False, cap=1.0
     prob = cp.Problem(cp.Minimize(penalty + risk), domain)
     prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12,
                max_iter=500)
+    assert np.isfinite(prob.value), f"cvxpy did not solve the reference problem: {prob.status}"
     return prob.value, (np.append(w.value, b.value) if bias else w.value)
 
 

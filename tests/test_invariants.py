@@ -24,7 +24,10 @@ KINDS = {"hinge": (nsjax.losses.Hinge, nsjax.regularizers.L2, 0.1),
          # μ small enough that w* ≠ 0 on these problems (‖Xᵀ∇R(0)‖∞ ≈ 0.1–0.3).
          "logistic-l1": (nsjax.losses.Logistic, nsjax.regularizers.L1, 0.02),
          # The relative entropy on the simplex (paper 003, Example 5's regularizer).
-         "hinge-entropy": (nsjax.losses.Hinge, nsjax.regularizers.Entropy, 0.05)}
+         "hinge-entropy": (nsjax.losses.Hinge, nsjax.regularizers.Entropy, 0.05),
+         # Entropy-regularized LPBoost (paper 003, Example 5): the rows of X as edge
+         # vectors, R = the largest score, no labels.
+         "maxscore-entropy": (nsjax.losses.MaxScore, nsjax.regularizers.Entropy, 0.05)}
 REG_NAMES = {nsjax.regularizers.L2: "l2", nsjax.regularizers.L1: "l1",
              nsjax.regularizers.Entropy: "entropy"}
 ENTRIES = [pytest.param(e, id=e.name) for e in REGISTRY]
@@ -39,6 +42,7 @@ def _problem(kind="hinge", seed=0, n=80, d=8, lam=None, dtype=None):
     """A seeded problem of a kind; ``lam`` in units of the kind's default strength."""
     loss, reg, strength = KINDS[kind]
     X, y, _ = random_binary(seed + 100, n, d)
+    y = None if loss is nsjax.losses.MaxScore else y
     return nsjax.Problem(loss(), reg(strength * (1.0 if lam is None else lam / 0.1)), X, y,
                          dtype=dtype)
 
@@ -97,9 +101,12 @@ def test_one_compile_per_shape(entry):
                     max_steps=SWEEP_STEPS)
     # Other label values and a strength set by with_lam (a Python float) compile nothing.
     prob = _problem(loss, 3, **SWEEP_SHAPE)
-    relabelled = nsjax.Problem(prob.loss, prob.reg, prob.X, np.asarray(prob.y) > 0)
-    assert relabelled.classes == (False, True) != prob.classes
-    for p in (relabelled, prob.with_lam(0.2)):
+    others = [prob.with_lam(0.2)]
+    if prob.y is not None:
+        relabelled = nsjax.Problem(prob.loss, prob.reg, prob.X, np.asarray(prob.y) > 0)
+        assert relabelled.classes == (False, True) != prob.classes
+        others.append(relabelled)
+    for p in others:
         nsjax.solve(p, entry.solver, max_steps=SWEEP_STEPS)
     assert _run_jit._cache_size() == first
     before = _sweep_jit._cache_size()

@@ -17,8 +17,10 @@ import pytest
 
 from nsjax.projections import (
     _box_section,
+    elastic_net_ball_support,
     project_box_section,
     project_capped_simplex,
+    project_elastic_net_ball,
     project_simplex,
 )
 
@@ -337,3 +339,98 @@ def test_capped_simplex_infeasible_cap():
     sol = capped(v, 0.5 / N)  # N·cap = 1/2 < 1
     assert not bool(sol.feasible)
     np.testing.assert_array_equal(sol.x, np.full(N, 0.5 / N))
+
+
+# -- the elastic-net ball (paper 003 §5.5.2) ----------------------------------------------
+
+
+def _bisection_elastic_net_ball(g, r, gamma):
+    """Brute force: the multiplier λ by 200 bisections on the decreasing
+    φ(λ) = γ‖w(λ)‖₁ + ½‖w(λ)‖², wᵢ(λ) = sign(gᵢ)(|gᵢ| − λγ)₊/(1 + λ) (eq. 69)."""
+    def w(lam):
+        return np.sign(g) * np.maximum(np.abs(g) - lam * gamma, 0) / (1 + lam)
+
+    def phi(lam):
+        x = w(lam)
+        return gamma * np.abs(x).sum() + 0.5 * x @ x
+
+    if phi(0.0) <= r:
+        return g
+    lo, hi = 0.0, 1.0
+    while phi(hi) > r:
+        hi *= 2
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if phi(mid) > r else (lo, mid)
+    return w(hi)
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.3, 2.0])
+@pytest.mark.parametrize("r", [0.05, 1.0, 50.0])
+@pytest.mark.parametrize("seed", range(2))
+def test_elastic_net_ball_matches_bisection(seed, r, gamma):
+    rng = np.random.default_rng(seed)
+    g = 2 * rng.normal(size=12)
+    g[:3] = g[0]  # ties
+    g[5] = 0.0
+    g[6] = -g[7]
+    x = np.asarray(project_elastic_net_ball(jnp.asarray(g), r, gamma))
+    np.testing.assert_allclose(x, _bisection_elastic_net_ball(g, r, gamma), rtol=1e-12,
+                               atol=1e-13)
+    value = gamma * np.abs(x).sum() + 0.5 * x @ x
+    assert value <= r * (1 + 1e-12)
+    if gamma * np.abs(g).sum() + 0.5 * g @ g > r:  # outside: on the boundary
+        assert value == pytest.approx(r, rel=1e-12)
+    else:
+        np.testing.assert_array_equal(x, g)
+
+
+def test_elastic_net_ball_is_optimal_by_its_kkt_conditions():
+    """Independent of cvxpy: x = prox at the multiplier λ of the ball's function, and no
+    feasible point is closer to g (checked against many random feasible points)."""
+    rng = np.random.default_rng(7)
+    g, r, gamma = rng.normal(size=9) * 3, 0.7, 0.5
+    x = np.asarray(project_elastic_net_ball(jnp.asarray(g), r, gamma))
+    Z = rng.normal(size=(2000, 9)) * rng.uniform(0, 1, size=(2000, 1))
+    Z = np.asarray(_batched_ball(jnp.asarray(Z), r, gamma))  # into the ball (or kept)
+    assert np.all(gamma * np.abs(Z).sum(1) + 0.5 * np.sum(Z * Z, 1) <= r * (1 + 1e-12))
+    assert np.all(np.sum((Z - g) ** 2, 1) >= np.sum((x - g) ** 2) - 1e-12)
+
+
+_batched_ball = jax.jit(jax.vmap(project_elastic_net_ball, in_axes=(0, None, None)))
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.4])
+def test_elastic_net_ball_support_matches_a_one_dimensional_minimization(gamma):
+    """sup over the ball of ⟨v, w⟩ = min_{t > 0} t r + Σ(|vᵢ| − tγ)₊²/(2t) (Lagrange
+    duality), here by 300 golden-section steps; and it is attained by a feasible point."""
+    rng = np.random.default_rng(3)
+    v, r = rng.normal(size=10), 0.8
+    v[:2] = v[0]
+
+    def dual(t):
+        return t * r + np.sum(np.maximum(np.abs(v) - t * gamma, 0) ** 2) / (2 * t)
+
+    lo, hi, ratio = 1e-9, 100.0, (np.sqrt(5) - 1) / 2
+    for _ in range(300):
+        a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+        lo, hi = (lo, b) if dual(a) < dual(b) else (a, hi)
+    assert float(elastic_net_ball_support(jnp.asarray(v), r, gamma)) == pytest.approx(
+        dual(0.5 * (lo + hi)), rel=1e-12)
+    # Weak duality from the other side: no point of the ball does better.
+    Z = np.asarray(_batched_ball(jnp.asarray(rng.normal(size=(200, 10)) * 5), r, gamma))
+    assert np.all(Z @ v <= float(elastic_net_ball_support(jnp.asarray(v), r, gamma)) + 1e-12)
+    assert float(elastic_net_ball_support(jnp.zeros(10), r, gamma)) == 0.0
+
+
+def test_elastic_net_ball_batched_and_float32():
+    rng = np.random.default_rng(4)
+    G = jnp.asarray(rng.normal(size=(4, 6)) * 3)
+    rs = jnp.array([0.1, 1.0, 5.0, 100.0])
+    batched = jax.jit(jax.vmap(project_elastic_net_ball, in_axes=(0, 0, None)))(G, rs, 0.5)
+    for i in range(4):
+        np.testing.assert_allclose(batched[i], project_elastic_net_ball(G[i], rs[i], 0.5),
+                                   rtol=1e-13, atol=1e-15)
+    x32 = project_elastic_net_ball(G[0].astype(jnp.float32), 0.1, 0.5)
+    assert x32.dtype == jnp.float32
+    np.testing.assert_allclose(x32, batched[0], atol=1e-5)

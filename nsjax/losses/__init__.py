@@ -3,9 +3,10 @@
 from nsjax.losses.hinge import Hinge
 from nsjax.losses.logistic import Logistic
 from nsjax.losses.max_affine import MaxAffine
+from nsjax.losses.max_score import MaxScore
 from nsjax.losses.multiclass_hinge import MulticlassHinge
 from nsjax.losses.multilabel_hinge import MultilabelHinge
 from nsjax.losses.squared import Squared
 
-__all__ = ["Hinge", "Logistic", "MaxAffine", "MulticlassHinge", "MultilabelHinge",
-           "Squared"]
+__all__ = ["Hinge", "Logistic", "MaxAffine", "MaxScore", "MulticlassHinge",
+           "MultilabelHinge", "Squared"]

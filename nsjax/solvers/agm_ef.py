@@ -91,7 +91,21 @@ def _coefficient_regularizer(problem):
 
 def _smooth_loss(problem):
     """A smooth loss (Logistic, Squared): the primal scheme's f is R(Xw) itself."""
+    return bool(getattr(problem.loss, "smooth", False))
+
+
+def _other_loss(problem):
+    """The primal scheme's loss is not the hinge: smooth, or smoothed by its own
+    ``smoothed`` (`nsjax.losses.MaxScore`'s soft-max)."""
     return not isinstance(problem.loss, Hinge)
+
+
+def _primal_risk(problem, S, mu):
+    """(f at the scores S, the dual point u = ∇f in score space) for a loss other than the
+    hinge: R itself where smooth, else its smoothing g*_μ."""
+    if _smooth_loss(problem):
+        return problem.loss.risk(S, problem.y), problem.loss.dscores(S, problem.y)
+    return problem.loss.smoothed(S, mu, problem.y)
 
 
 def _entropy_geometry(problem):
@@ -230,8 +244,8 @@ class AGMEF(Solver):
 
     def smooth_part(self, problem, x, Kx, mu):
         """f(x) from its image (no product)."""
-        if self.scheme == "primal" and _smooth_loss(problem):
-            return problem.loss.risk(Kx, problem.y)
+        if self.scheme == "primal" and _other_loss(problem):
+            return _primal_risk(problem, Kx, mu)[0]
         if self.scheme == "primal":  # g*_μ: α(w) = Π_{Q₂}((1 − y∘Xw)/μ)
             return smoothed_hinge(problem, 1.0 - problem.y * Kx, mu)[0]
         return -jnp.sum(x) + 0.5 * jnp.vdot(Kx, Kx) / problem.lam
@@ -239,9 +253,9 @@ class AGMEF(Solver):
     def gradient(self, problem, u, Ku, mu):
         """(f(u), ∇f(u), the other side's point at u). One product."""
         lam, y = problem.lam, problem.y
-        if self.scheme == "primal" and _smooth_loss(problem):  # the dual point u = ∇R(Xw)
-            u_dual = problem.loss.dscores(Ku, y)
-            return problem.loss.risk(Ku, y), problem.X.rmv(u_dual), u_dual
+        if self.scheme == "primal" and _other_loss(problem):  # the dual point u = ∇f
+            value, u_dual = _primal_risk(problem, Ku, mu)
+            return value, problem.X.rmv(u_dual), u_dual
         if self.scheme == "primal":
             value, alpha = smoothed_hinge(problem, 1.0 - y * Ku, mu)
             return value, -problem.X.rmv(y * alpha), alpha
@@ -297,9 +311,12 @@ class AGMEF(Solver):
     def smoothing(self, problem):
         """μ: ε/D₂ = 2nε (eq. 57) where the scheme smooths (the hinge), else 0."""
         target = self.target
+        n = problem.X.shape[0]
         if target is None or (self.scheme == "primal" and _smooth_loss(problem)):
             return jnp.zeros((), problem.dtype)
-        return jnp.asarray(2.0 * problem.X.shape[0] * target, problem.dtype)
+        if self.scheme == "primal" and _other_loss(problem):  # D = the loss's own
+            return jnp.asarray(target / problem.loss.smoothing_diameter(n), problem.dtype)
+        return jnp.asarray(2.0 * n * target, problem.dtype)
 
     def first_lipschitz(self, problem, sq, mu, Kx0):
         """The first estimate of f's L: σ_max(X)²/λ (dual), σ_max(X)²/μ (smoothed hinge), or
@@ -321,7 +338,12 @@ class AGMEF(Solver):
         y = problem.y
         if self.scheme == "primal":  # w = x_k; α_k = other, Xᵀ(y∘α_k) = −Ḡ
             w, S = state_x, Kx
-            if _smooth_loss(problem):  # ū = Σ aᵢ∇R(X uᵢ)/A_k, Xᵀū = Ḡ
+            if _other_loss(problem):  # ū = Σ aᵢ∇f(uᵢ)/A_k in score space, Xᵀū = Ḡ
+                if not _smooth_loss(problem):
+                    # A simplex point averaged over many steps drifts off Σū = 1 by
+                    # rounding, and R* is finite only on the simplex: rescale (Xᵀū too).
+                    total = jnp.sum(other)
+                    other, G = other / total, G / total
                 lower = problem.dual_value(other, Xtu=G)
             elif _coefficient_regularizer(problem).quadratic:
                 lower = jnp.sum(other) - 0.5 * jnp.vdot(G, G) / problem.lam
@@ -346,6 +368,10 @@ class AGMEF(Solver):
             D = self.certificate(problem, state.x, state.Kx, state.G, alpha, bias)[2]
             # (With L1 the dual point is scaled by s ≤ 1 into D's domain; μ/2‖α‖² ≥ its
             # μ/2‖sα‖², so this D_μ is a lower bound on the scaled point's.)
+            if _other_loss(problem):
+                term = (problem.loss.smoothing_term(alpha, mu) if hasattr(
+                    problem.loss, "smoothing_term") else jnp.zeros_like(mu))
+                return F - (D - term)
             return F - (D - 0.5 * mu * jnp.vdot(alpha, alpha))
         alpha, w = state.x, state.other
         minus_D_mu = (self.smooth_part(problem, alpha, state.Kx, mu)

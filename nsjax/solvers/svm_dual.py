@@ -55,15 +55,17 @@ def check_svm_problem(problem, name, any_regularizer=False):
     """The Nesterov SVM solvers work on the adjoint (21) of the binary hinge with L2; with
     ``any_regularizer`` (AGM-EF's primal scheme, which needs only Ψ's prox and ∇f) L1, the
     elastic net and the entropy too (paper 003, Examples 2 and 5), and a smooth loss with
-    one score per example (f = R(Xw) itself, no smoothing: Logistic, Squared)."""
-    smooth = problem.smooth_loss and problem.num_outputs is None
+    one score per example (f = R(Xw) itself, no smoothing: Logistic, Squared), or a loss
+    that gives its own smoothing (``smoothed``: `nsjax.losses.MaxScore`)."""
+    smooth = ((problem.smooth_loss or hasattr(problem.loss, "smoothed"))
+              and problem.num_outputs is None)
     if any_regularizer and smooth:
         if problem.bias:
             raise ValueError(f"{name} takes a bias with the hinge only (its b comes from exact "
                              "line searches on the hinge's lines); use SubLBFGS() for "
                              f"{type(problem.loss).__name__} with a bias.")
     elif not isinstance(problem.loss, Hinge):
-        also = (" (AGMEF(scheme='primal') also takes Logistic and Squared)"
+        also = (" (AGMEF(scheme='primal') also takes Logistic, Squared and MaxScore)"
                 if name.startswith("AGMEF") else "")
         raise ValueError(
             f"{name} solves the binary hinge (nsjax.losses.Hinge) with L2 through its dual "
