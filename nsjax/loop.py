@@ -78,13 +78,14 @@ def default_solver(problem) -> Solver:
     `Hybrid` (subLBFGS, then the exact-line-search BMRM; it ends with a closed certified
     gap) where its bundle phase applies (the L2 regularizer and λ > 0, or λ traced);
     `OBA` for a smooth loss with an L1 part (L1, ElasticNet); `AGMEF(scheme="primal")`
-    for a regularizer in the entropy geometry (`Entropy`); else `SubLBFGS`. With a bias:
-    the `Hybrid` where the loss gives its lines (the hinge), else `SubLBFGS`."""
+    for a regularizer in the entropy geometry (`Entropy`) or a constraint
+    (`ElasticNetBall`); else `SubLBFGS`. With a bias: the `Hybrid` where the loss gives its
+    lines (the hinge), else `SubLBFGS`."""
     from nsjax.solvers import AGMEF, OBA, Hybrid, SubLBFGS
 
     lam = problem.lam
     reg = problem.reg.inner if problem.bias else problem.reg
-    if getattr(reg, "geometry", "euclidean") == "entropy":
+    if getattr(reg, "geometry", "euclidean") == "entropy" or getattr(reg, "constraint", False):
         return AGMEF(scheme="primal")
     # With a bias the bundle phase needs the exact best b (a loss with lines); the L1
     # methods do not take a bias.
@@ -117,6 +118,16 @@ def _check(solver, problem):
         raise ValueError(
             f"{type(solver).__name__} cannot solve with {reg}, whose prox is in the {geometry} "
             f"geometry (its domain is not all of R^d); use one of {', '.join(able)}.")
+    inner = problem.reg.inner if problem.bias else problem.reg
+    if getattr(inner, "constraint", False) and not solver.takes_constraints:
+        from nsjax import solvers
+
+        able = sorted(name for name in solvers.__all__
+                      if getattr(getattr(solvers, name), "takes_constraints", False))
+        raise ValueError(
+            f"{type(solver).__name__} cannot solve with {type(inner).__name__}, a constraint "
+            f"(the indicator of a set, used through its projection); use one of "
+            f"{', '.join(able)} with scheme='primal'.")
     solver.check(problem)
 
 
@@ -198,6 +209,10 @@ def _check_common(problem, w0, max_steps, tol):
             raise ValueError(f"w0 gives J(w0) = {value}: it is outside {type(reg).__name__}'s "
                              "domain, the capped simplex (w >= 0, w <= cap, sum(w) = 1); pass "
                              "a point of it, or w0=None (the uniform weights).")
+        if not np.isfinite(value) and getattr(reg, "constraint", False):
+            raise ValueError(f"w0 gives J(w0) = {value}: it is outside the set of the "
+                             f"constraint {type(reg).__name__}; pass a point of it (e.g. "
+                             "reg.prox(w0, 1.0), its projection), or w0=None (zeros).")
         if not np.isfinite(value):
             raise ValueError(f"w0 gives J(w0) = {value} in {dt.name} (λ‖w0‖² or the scores "
                              "X w0 overflow); start from a smaller w0, or w0=None (zeros).")

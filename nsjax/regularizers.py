@@ -3,8 +3,9 @@
 A regularizer is a pytree (a frozen dataclass registered with JAX) whose strength is a
 leaf, traced inside compiled code, so `nsjax.sweep` can vmap over it. It implements the
 `Regularizer` interface; `Problem` accepts any object that does (and names what is missing
-otherwise). `L2`, `L1`, `ElasticNet` and `Entropy` (the relative entropy on the capped
-simplex, in its own Bregman geometry) exist.
+otherwise). `L2`, `L1`, `ElasticNet`, `Entropy` (the relative entropy on the capped
+simplex, in its own Bregman geometry) and `ElasticNetBall` (a constraint: the elastic net in
+its constrained form) exist.
 
 Every regularizer splits as λΩ(w) = (smooth part)(w) + μ‖w‖₁ (`smooth_value`,
 `smooth_grad`, `smooth_hvp`, `l1_weight`): the orthant-wise L1 methods (OWL-QN, OBA) model
@@ -62,6 +63,10 @@ class Regularizer(abc.ABC):
     #: domain is then not all of ℝᵈ, and only the solvers that name the geometry in their
     #: ``geometries`` take the regularizer).
     geometry: ClassVar[str] = "euclidean"
+    #: True where λΩ is the indicator of a set (a constrained problem, `ElasticNetBall`):
+    #: only the solvers with ``takes_constraints`` take it (their iterates stay in the set
+    #: through `prox`, the projection); ``value`` is +inf outside the set.
+    constraint: ClassVar[bool] = False
 
     @property
     def strength(self):
@@ -577,6 +582,91 @@ class Entropy(Regularizer):
 def _with_zero_bias(g, w):
     """g (a gradient over the penalized rows) with a zero row for the bias appended."""
     return jnp.concatenate([g, jnp.zeros_like(w[-1:])])
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class ElasticNetBall(Regularizer):
+    """The indicator of the elastic-net ball {w : γ‖w‖₁ + ½‖w‖² ≤ r}: the constrained form
+    of the elastic net (paper 003, Example 6; min R(Xw) over the ball, which for every λ of
+    `ElasticNet` has an r with the same minimizer, and vice versa).
+
+    A constraint, not a penalty (``constraint`` is True): its prox is the exact projection
+    (`nsjax.projections.project_elastic_net_ball`, §5.5.2) and its conjugate the ball's
+    support function (`nsjax.projections.elastic_net_ball_support`), which gives the
+    certified gap D(u) = −R*(u) − σ(−Xᵀu). Only the solvers that keep their iterates in the
+    set through the prox take it (``takes_constraints``: `AGMEF` and `AGMEF1` with
+    ``scheme="primal"``, the default for it); `nsjax.solve` refuses the others. Not
+    strongly convex: AGM-EF's rate is O(1/k²) here.
+
+    Args:
+        r: the radius r > 0: the strength `sweep` varies.
+        gamma: γ ≥ 0, the weight of the L1 part (γ = 0: the Euclidean ball of radius √(2r)).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from nsjax.regularizers import ElasticNetBall
+        >>> ball = ElasticNetBall(r=1.5, gamma=1.0)
+        >>> ball.prox(jnp.array([3.0, -1.0, 0.1]), 1.0).tolist()  # the projection
+        [1.0, -0.0, 0.0]
+        >>> float(ball.value(jnp.array([1.0, 0.0]))), float(ball.value(jnp.array([2.0, 0.0])))
+        (0.0, inf)
+    """
+
+    r: jax.Array | float
+    gamma: jax.Array | float = 0.0
+
+    strength_name: ClassVar[str] = "r"
+    constraint: ClassVar[bool] = True
+
+    def level(self, w):
+        """γ‖w‖₁ + ½‖w‖²: w is in the ball where this is ≤ r."""
+        return self.gamma * jnp.sum(jnp.abs(w)) + 0.5 * jnp.vdot(w, w)
+
+    def value(self, w):
+        """0 in the ball, +inf outside. A projected point is in it only to rounding: up to
+        r(1 + 1024 eps) counts as in it."""
+        tol = 1024 * jnp.finfo(jnp.result_type(w)).eps
+        return jnp.where(self.level(w) <= self.r * (1 + tol), 0.0, jnp.inf).astype(w.dtype)
+
+    def subgradient(self, w):
+        """0 (in the interior; the normal cone of the boundary is not represented: the
+        solvers that take a constraint use only `prox` and `conjugate`)."""
+        return jnp.zeros_like(w)
+
+    def argsup(self, w, p):
+        return jnp.zeros_like(w), jnp.zeros((), w.dtype)
+
+    def line(self, w, p) -> RegularizerLine:
+        raise NotImplementedError("ElasticNetBall is a constraint: no exact line search.")
+
+    def prox(self, v, step):
+        """The projection onto the ball (the prox of an indicator, whatever the step)."""
+        from nsjax.projections import project_elastic_net_ball
+
+        return project_elastic_net_ball(v, self.r, self.gamma)
+
+    def conjugate(self, v):
+        """σ(v) = sup over the ball of ⟨v, w⟩, the support function."""
+        from nsjax.projections import elastic_net_ball_support
+
+        return elastic_net_ball_support(v, self.r, self.gamma)
+
+    def smooth_value(self, w):
+        """0: the value on the ball, where the solvers that take it keep their iterates."""
+        return jnp.zeros((), w.dtype)
+
+    def smooth_grad(self, w):
+        return jnp.zeros_like(w)
+
+    def smooth_hvp(self, v):
+        return jnp.zeros_like(v)
+
+    def mirror_map(self, w):
+        return w
+
+    def inverse_mirror_map(self, z):
+        return z
 
 
 @jax.tree_util.register_dataclass

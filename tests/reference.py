@@ -11,10 +11,12 @@ def hinge_objective(w, X, y, lam):
     return 0.5 * lam * w @ w + np.mean(np.maximum(0.0, 1.0 - y * (X @ w)))
 
 
-def cvxpy_optimum(X, y, lam, loss="hinge", reg="l2", mu=0.0, bias=False, cap=1.0):
+def cvxpy_optimum(X, y, lam, loss="hinge", reg="l2", mu=0.0, bias=False, cap=1.0,
+                  gamma=0.0):
     """min_w reg(w) + mean(loss(y x_iᵀw)) by Clarabel at tight tolerances: reg "l2" is
     λ/2‖w‖², "l1" λ‖w‖₁, "elasticnet" μ‖w‖₁ + λ/2‖w‖², "entropy" λ Σ wᵢ log(d wᵢ) on
-    {w ∈ [0, cap]ᵈ, Σw = 1} (exponential cone). Loss "squared": (1/2n)‖Xw − y‖²;
+    {w ∈ [0, cap]ᵈ, Σw = 1} (exponential cone), "ball" the constraint γ‖w‖₁ + ½‖w‖² ≤ λ
+    (``gamma``: γ). Loss "squared": (1/2n)‖Xw − y‖²;
     "maxscore": maxᵢ x_iᵀw.
     With ``bias``, scores x_iᵀw + b with b free, and the returned w ends with b."""
     X = X.toarray() if sp.issparse(X) else np.asarray(X)
@@ -32,8 +34,9 @@ def cvxpy_optimum(X, y, lam, loss="hinge", reg="l2", mu=0.0, bias=False, cap=1.0
         risk = cp.sum(cp.logistic(-margins)) / n
     penalty = {"l2": 0.5 * lam * cp.sum_squares(w), "l1": lam * cp.norm1(w),
                "elasticnet": mu * cp.norm1(w) + 0.5 * lam * cp.sum_squares(w),
-               "entropy": -lam * cp.sum(cp.entr(w)) + lam * np.log(d)}[reg]
-    domain = [w >= 0, w <= cap, cp.sum(w) == 1] if reg == "entropy" else []
+               "entropy": -lam * cp.sum(cp.entr(w)) + lam * np.log(d), "ball": 0.0}[reg]
+    domain = {"entropy": [w >= 0, w <= cap, cp.sum(w) == 1],
+              "ball": [gamma * cp.norm1(w) + 0.5 * cp.sum_squares(w) <= lam]}.get(reg, [])
     prob = cp.Problem(cp.Minimize(penalty + risk), domain)
     prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12,
                max_iter=500)

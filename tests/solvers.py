@@ -46,10 +46,10 @@ REGISTRY = [
     Entry("Pragam", S.Pragam(), ("hinge",), fast=False),
     Entry("AGMEF", S.AGMEF(), ("hinge",), fast=False),
     # Smoothed to ε = 1e-8: the certified gap on J stops near ε (paper 003, Theorem 19).
-    # Also in the entropy geometry (the relative entropy on the simplex), and on a smooth
-    # loss (f = R(Xw), no smoothing).
+    # Also in the entropy geometry (the relative entropy on the simplex), on a smooth loss
+    # (f = R(Xw), no smoothing), and under a constraint (the elastic-net ball).
     Entry("AGMEF-primal", S.AGMEF(scheme="primal", epsilon=1e-8),
-          ("hinge", "hinge-entropy", "logistic"), fast=False),
+          ("hinge", "hinge-entropy", "squared-ball", "logistic"), fast=False),
     # Entropy-regularized LPBoost (paper 003, Example 5) with the default ε (1e-6): the
     # soft-max smoothing of the largest score; ~1e-6–7e-6 of J* in 5000 steps here.
     Entry("AGMEF-primal-lpboost", S.AGMEF(scheme="primal"), ("maxscore-entropy",),

@@ -27,9 +27,13 @@ KINDS = {"hinge": (nsjax.losses.Hinge, nsjax.regularizers.L2, 0.1),
          "hinge-entropy": (nsjax.losses.Hinge, nsjax.regularizers.Entropy, 0.05),
          # Entropy-regularized LPBoost (paper 003, Example 5): the rows of X as edge
          # vectors, R = the largest score, no labels.
-         "maxscore-entropy": (nsjax.losses.MaxScore, nsjax.regularizers.Entropy, 0.05)}
+         "maxscore-entropy": (nsjax.losses.MaxScore, nsjax.regularizers.Entropy, 0.05),
+         # The elastic net as a constraint (paper 003, Example 6): least squares in the ball
+         # γ‖w‖₁ + ½‖w‖² ≤ r (active at r = 0.5 here), strength r.
+         "squared-ball": (nsjax.losses.Squared, functools.partial(
+             nsjax.regularizers.ElasticNetBall, gamma=0.5), 0.5)}
 REG_NAMES = {nsjax.regularizers.L2: "l2", nsjax.regularizers.L1: "l1",
-             nsjax.regularizers.Entropy: "entropy"}
+             nsjax.regularizers.Entropy: "entropy", KINDS["squared-ball"][1]: "ball"}
 ENTRIES = [pytest.param(e, id=e.name) for e in REGISTRY]
 # test_sweep_equals_solve and test_one_compile_per_shape run on these: one compiled solve
 # and one compiled sweep (of three strengths) per registry entry serve both.
@@ -51,7 +55,8 @@ def _problem(kind="hinge", seed=0, n=80, d=8, lam=None, dtype=None):
 def _optimum(kind, seed):
     loss, reg, strength = KINDS[kind]
     X, y, _ = random_binary(seed + 100, 80, 8)
-    return cvxpy_optimum(X, y, strength, loss=loss.__name__.lower(), reg=REG_NAMES[reg])[0]
+    return cvxpy_optimum(X, y, strength, loss=loss.__name__.lower(), reg=REG_NAMES[reg],
+                         gamma=0.5)[0]
 
 
 def _signature(tree):

@@ -184,6 +184,7 @@ class AGMEF(Solver):
 
     supports_bias: ClassVar[bool] = True
     geometries: ClassVar[tuple[str, ...]] = ("euclidean", "entropy")
+    takes_constraints: ClassVar[bool] = True
 
     def __post_init__(self):
         if self.scheme not in SCHEMES:
@@ -267,9 +268,12 @@ class AGMEF(Solver):
         if self.scheme == "dual":
             return 0.5 * mu * jnp.vdot(x, x)
         reg = _coefficient_regularizer(problem)
-        # In the entropy geometry the iterates are in the domain by construction: its
-        # indicator (which rounding could trip, and fail (15) for ever) is left out.
-        return reg.smooth_value(x) if _entropy_geometry(problem) else reg.value(x)
+        # In the entropy geometry, and under a constraint (prox = projection), the iterates
+        # are in the domain by construction: its indicator (which rounding could trip, and
+        # fail (15) for ever) is left out.
+        if _entropy_geometry(problem) or getattr(reg, "constraint", False):
+            return reg.smooth_value(x)
+        return reg.value(x)
 
     def divergence(self, problem, x, centre):
         """Δ(x, centre) of the prox-function: ½‖x − c‖², or the relative entropy

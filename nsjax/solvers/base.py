@@ -174,6 +174,9 @@ class Solver(abc.ABC):
     #: "euclidean" for all; "entropy" where it keeps its iterates in the entropy geometry's
     #: domain through `bregman_prox`.
     geometries: ClassVar[tuple[str, ...]] = ("euclidean",)
+    #: Whether the solver takes a constraint (`Regularizer.constraint`: the indicator of a
+    #: set, used only through its prox, the projection, and its conjugate).
+    takes_constraints: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, problem, w0) -> Any:

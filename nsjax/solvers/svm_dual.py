@@ -76,7 +76,7 @@ def check_svm_problem(problem, name, any_regularizer=False):
         raise ValueError(f"{name} solves in the dual, where {type(reg).__name__} has no "
                          "closed form; use AGMEF(scheme='primal') (the default solver for it).")
     if not (reg.quadratic or any_regularizer):
-        also = (" (AGMEF(scheme='primal') also takes L1, ElasticNet and Entropy)"
+        also = (" (AGMEF(scheme='primal') also takes L1, ElasticNet, Entropy and ElasticNetBall)"
                 if name.startswith("AGMEF") else "")
         raise ValueError(f"{name} needs the L2 regularizer (w(α) = Xᵀ(y∘α)/λ, eq. 24){also}; "
                          f"got {type(reg).__name__}. Use SubLBFGS() for other regularizers.")
