@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.agm_ef import AGMEF, MAX_RAISES
 from nsjax.solvers.base import Core, count, counters
-from nsjax.solvers.svm_dual import project_dual, spectral_norm_sq
+from nsjax.solvers.svm_dual import project_dual
 
 
 class AGMEF1State(NamedTuple):
@@ -73,9 +73,8 @@ class AGMEF1(AGMEF):
 
     def init(self, problem, w0) -> AGMEF1State:
         n = problem.X.shape[0]
-        mu = self.smoothing(problem)
+        mu, sq, products = self.smoothing_and_norm(problem)
         lam2 = self.strong_convexity(problem, mu)
-        sq, products = spectral_norm_sq(problem, self.spectral_norm_sq, self.power_iterations)
         coef, bias = problem.split_bias(w0)
         S0 = problem.scores(w0)
         if self.scheme == "primal":

@@ -36,19 +36,28 @@ def estimate_spectral_norm_sq(X, iterations: int = 20, key=None):
         >>> round(float(estimate_spectral_norm_sq(X, 30)), 10)
         9.0
     """
+    return top_eigenpair(X, iterations, key=key)[0]
+
+
+def top_eigenpair(X, iterations: int = 20, weights=None, key=None):
+    """(λ, v): power iterations on Xᵀ diag(weights) X (XᵀX without weights, two products
+    with X each) from a seeded random start; λ is the Rayleigh quotient of the last v, a
+    lower estimate of the largest eigenvalue, and v (unit norm) estimates its eigenvector."""
     d = X.shape[1]
     key = jax.random.key(0) if key is None else key
     v = jax.random.normal(key, (d,), X.dtype)
     tiny = jnp.finfo(X.dtype).tiny
+    weights = jnp.ones((), X.dtype) if weights is None else weights
 
     def body(_, carry):
-        v, _ = carry
+        v, _, _ = carry
         v = v / jnp.maximum(jnp.sqrt(jnp.vdot(v, v)), tiny)
         Xv = X.mv(v)
-        return X.rmv(Xv), jnp.vdot(Xv, Xv)
+        return X.rmv(weights * Xv), jnp.vdot(Xv, weights * Xv), v
 
-    _, rayleigh = jax.lax.fori_loop(0, iterations, body, (v, jnp.zeros((), X.dtype)))
-    return rayleigh
+    _, rayleigh, v = jax.lax.fori_loop(0, iterations, body,
+                                       (v, jnp.zeros((), X.dtype), jnp.zeros_like(v)))
+    return rayleigh, v
 
 
 def check_svm_problem(problem, name, any_regularizer=False):
@@ -116,7 +125,8 @@ def project_dual(problem, alpha):
 
 def smoothed_hinge(problem, margin, mu):
     """g*_μ at the margins m = 1 − y∘Xw: max_{α∈Q₂} ⟨α, m⟩ − μ/2‖α‖² (paper 003, eq. 53),
-    and its maximizer α. Returns (value, α).
+    and its maximizer α. Returns (value, α). A vector μ (no bias) is the optimized
+    prox-function of §5.6: max ⟨α, m⟩ − ½Σᵢ μᵢαᵢ², μᵢ = μ bᵢ².
 
     With a bias the maximizer is α = clip((m + c y)/μ, 0, 1/n) for the shift c = μν of the
     projection's multiplier ν, and the value is summed per example at the shifted margins,
