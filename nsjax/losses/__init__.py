@@ -1,5 +1,6 @@
 """Losses as functions of the scores S = X w (see `nsjax.losses.base`)."""
 
+from nsjax.losses.f1 import F1Loss
 from nsjax.losses.hinge import Hinge
 from nsjax.losses.logistic import Logistic
 from nsjax.losses.max_affine import MaxAffine
@@ -8,5 +9,5 @@ from nsjax.losses.multiclass_hinge import MulticlassHinge
 from nsjax.losses.multilabel_hinge import MultilabelHinge
 from nsjax.losses.squared import Squared
 
-__all__ = ["Hinge", "Logistic", "MaxAffine", "MaxScore", "MulticlassHinge",
+__all__ = ["F1Loss", "Hinge", "Logistic", "MaxAffine", "MaxScore", "MulticlassHinge",
            "MultilabelHinge", "Squared"]
