@@ -166,8 +166,9 @@ class AGMEF(Solver):
         prox_function: the primal scheme's prox-function on Q₂ for the hinge: "uniform"
             (d = ½‖α‖², the default) or "optimized" (paper 003 §5.6: d = ½Σ bᵢ²αᵢ² with
             bᵢ² = |xᵢᵀv*|, v* the top eigenvector of XᵀX by power iteration, floored at
-            `WEIGHT_FLOOR` times their mean; it lowers L·D, the condition of the smoothed
-            problem, on ill-conditioned data). Without a bias.
+            `WEIGHT_FLOOR` times their mean; the paper's bound on L·D is lower on rows of
+            very different sizes, but with the adaptive L the step counts barely change,
+            and the true first L can be larger: benchmarks/RESULTS.md). Without a bias.
 
     Stops on the certified gap J(w_k) − D(α_k) ≤ tol·max(1, |J|) (best so far of both).
     ``bound`` names the a-priori bound the scheme obeys (Theorem 6/19, 10 or 20).
