@@ -94,8 +94,8 @@ def _packed_flip_dp(omega, code):
     Reverse-mode differentiation of this scan is Algorithm 6 (the backward recursion ξ). It
     would keep every state (n² floats); instead the scan runs in ⌈√n⌉ blocks under
     `jax.checkpoint`, so it keeps one state per block and recomputes a block's states during
-    its backward pass: O(n^1.5) memory (about 50 MB at n = 20,000 in float64) for one more
-    forward pass of time.
+    its backward pass: O(n^1.5) memory (about 120 MB at n = 20,000 in float64) for one
+    more forward pass of time.
     """
     n = omega.shape[0]
     dtype = omega.dtype
@@ -105,7 +105,11 @@ def _packed_flip_dp(omega, code):
     omega = jnp.concatenate([omega, jnp.zeros(pad, dtype)]).reshape(blocks, block)
     code = jnp.concatenate([code, jnp.zeros(pad, code.dtype)]).reshape(blocks, block)
     idx = jnp.arange(n + 2)
-    ninf = jnp.full(1, -jnp.inf, dtype)
+    # "log 0" is a finite floor, not −inf: the derivative of logaddexp at (−inf, −inf) is
+    # NaN, and masked steps would carry it into the gradient (0·NaN). The floor drifts by at
+    # most Σ|ωᵢ| + n log 2 over the scan, nothing beside a quarter of the largest float.
+    floor = -0.25 * jnp.finfo(dtype).max
+    ninf = jnp.full(1, floor, dtype)
 
     def step(carry, x):
         v, kp, kn = carry
@@ -114,14 +118,17 @@ def _packed_flip_dp(omega, code):
         down = jnp.concatenate([v[1:], ninf])  # a negative: count c − 1 → c (index falls)
         shifted = jnp.where(c > 0, up, down) + w
         mask = jnp.where(c > 0, idx <= kp + 1, (c < 0) & (idx >= n - kn))
-        v = jnp.where(mask, jnp.logaddexp(v, shifted), v)
+        # logaddexp as max + log1p(exp(min − max)): JAX splits the derivative of max and
+        # min evenly at a tie (equal scores make exact ties), where that of |a − b| is one-sided
+        top, low = jnp.maximum(v, shifted), jnp.minimum(v, shifted)
+        v = jnp.where(mask, top + jnp.log1p(jnp.exp(low - top)), v)
         return (v, kp + (c > 0), kn + (c < 0)), None
 
     @jax.checkpoint
     def run_block(carry, xs):
         return jax.lax.scan(step, carry, xs)[0]
 
-    v0 = jnp.full(n + 2, -jnp.inf, dtype).at[0].set(0.0).at[n + 1].set(0.0)
+    v0 = jnp.full(n + 2, floor, dtype).at[0].set(0.0).at[n + 1].set(0.0)
     zero = jnp.zeros((), jnp.int32)
     (v, _, _), _ = jax.lax.scan(lambda carry, xs: (run_block(carry, xs), None),
                                 (v0, zero, zero), (code, omega))
@@ -130,7 +137,8 @@ def _packed_flip_dp(omega, code):
 
 def _grid_rows(v, npos, scale):
     """The (b, c) grid of log Z one row at a time, rows over the smaller class (so the rows
-    that exist are min(n₊, n₋) + 1 of length n + 2). Returns (number of rows, row(r)) with
+    that exist are min(n₊, n₋) + 1 of length n + 2). Returns (number of rows, whether rows
+    are b (the positives), row(r)) with
     row(r) = (terms, Δ, valid): terms = scale·Δ(b, c) + log V₊(b) + log V₋(c) along the row
     (−inf off the grid)."""
     n = v.shape[0] - 2
@@ -218,24 +226,28 @@ class F1Loss(BinaryLabels, Loss):
     g*_μ(S) = μ log Σ_{y′} exp(θ(y′)/μ) − μ n log 2, so g*_μ ≤ R ≤ g*_μ + μ n log 2 (D = n log 2,
     μ = ε/D), with ∂g*_μ/∂Sᵢ = −2 yᵢ p(y′ᵢ = −yᵢ)/n under the Gibbs distribution α ∝ exp(θ/μ).
     log Z is the forward programme (Algorithm 5, eq. 63), in log space, for both classes in
-    one masked `jax.lax.scan` (`_packed_flip_dp`), then the (b, c) grid weighted by Δ/μ; the
+    one masked `jax.lax.scan` (`_packed_flip_dp`), then the (b, c) grid weighted by Δ/μ, row
+    by row over the smaller class ((min(n₊, n₋) + 1)(n + 2) exponentials, O(n) memory); the
     gradient is reverse-mode autodiff of that scan (which is the backward programme,
-    Algorithm 6) and a hand-written pass for the grid. Time O(n²) (about 2 s at n = 20,000
-    in float64 on one CPU core for the value, about 3 times that with the gradient),
-    memory O(n^1.5) for the gradient (block checkpointing), O(n) for the value.
+    Algorithm 6) and a hand-written pass for the grid. Time O(n²): n(n + 2) log-space
+    additions (2–4 s at n = 20,000 in float64 on a 2-core CPU for the value, 7–10 s with the
+    gradient); memory O(n) for the value, O(n^1.5) for the gradient (block checkpointing:
+    about 120 MB at n = 20,000 in float64).
 
     Example:
         >>> import jax.numpy as jnp
         >>> from nsjax.losses import F1Loss
         >>> loss = F1Loss()
-        >>> S = jnp.array([0.4, -0.3, 0.2, -0.1]); y = jnp.array([1.0, 1.0, -1.0, -1.0])
-        >>> round(float(loss.risk(S, y)), 6)  # flip the positive at -0.3: Δ = 1/3, θ = 0.483
-        0.483333
-        >>> (loss.dscores(S, y) * 4).tolist()
-        [0.0, 2.0, 0.0, 0.0]
+        >>> S = jnp.array([2.0, -0.5, 1.0, -2.0]); y = jnp.array([1.0, 1.0, -1.0, -1.0])
+        >>> float(loss.risk(S, y))  # flip the positive at -0.5 and the negative at 1: 0.5 + 0.75
+        1.25
+        >>> (loss.dscores(S, y) * 4).tolist()  # n u = y' - y
+        [0.0, -2.0, 2.0, 0.0]
         >>> value, grad = loss.smoothed(S, 1e-3, y)
-        >>> bool(value <= loss.risk(S, y) <= value + 1e-3 * 4 * jnp.log(2.0))
+        >>> bool(value <= loss.risk(S, y) <= value + 1e-3 * loss.smoothing_diameter(4))
         True
+        >>> float(loss.expected_delta(S, 1e-3, y))
+        0.5
     """
 
     # ---- the exact maximization -----------------------------------------------------
@@ -286,10 +298,12 @@ class F1Loss(BinaryLabels, Loss):
 
     def risk(self, S, y):
         """R(S) = max over the n + 1 values of b of θ(b, c*(b)) (O(n log n))."""
+        S, y = jnp.asarray(S), jnp.asarray(y)
         return jnp.max(self._best_per_b(S, y, jnp.zeros_like(S))[2])
 
     def dscores(self, S, y):
         """u = (y′* − y)/n for a maximizing labeling y′* (a vertex of ∂R(S))."""
+        S = jnp.asarray(S)
         return self.argsup(S, jnp.zeros_like(S), y)
 
     def argsup(self, S, dS, y):
@@ -300,6 +314,7 @@ class F1Loss(BinaryLabels, Loss):
         exact score ties are resolved along dS; scores that differ by less than the
         tolerance are not treated as tied. Ties along dS go to the larger θ (so dS = 0 gives
         an exact maximizer). O(n log n)."""
+        S, dS, y = jnp.asarray(S), jnp.asarray(dS, jnp.asarray(S).dtype), jnp.asarray(y)
         n = S.shape[0]
         b, c_best, value, theta, iters, sorted_ = self._best_per_b(S, y, dS)
         order_pos, order_neg, _, _, Pd, Nd, _, npos = sorted_
@@ -332,7 +347,7 @@ class F1Loss(BinaryLabels, Loss):
         """log Σ_{y′} exp((t Δ(y′, y) + (1/n) Σᵢ Sᵢ(y′ᵢ − yᵢ))/μ) by `_packed_flip_dp` and
         `_log_sum_grid`."""
         n = S.shape[0]
-        pos = y > 0
+        pos = jnp.asarray(y) > 0
         omega = jnp.where(pos, -2.0, 2.0).astype(S.dtype) * S / (n * mu)
         code = jnp.where(pos, 1, -1).astype(jnp.int32)
         v = _packed_flip_dp(omega, code)
@@ -346,14 +361,26 @@ class F1Loss(BinaryLabels, Loss):
         """(g*_μ(S), ∇g*_μ(S)) with ∇g*_μ(S)ᵢ = −2 yᵢ p(y′ᵢ = −yᵢ)/n (μ > 0): see the class
         docstring. The gradient is the reverse-mode derivative of the log-space forward
         programme (Algorithm 6)."""
+        S = jnp.asarray(S)
         mu = jnp.asarray(mu, S.dtype)
         one = jnp.ones((), S.dtype)
         return jax.value_and_grad(lambda s: self._smoothed_value(s, y, mu, one))(S)
+
+    def smoothed_dual(self, S, mu, y):
+        """(g*_μ(S), ∇g*_μ(S), E_α[Δ]) in one backward pass: `smoothed` and
+        `expected_delta` together (what AGM-EF's primal scheme averages for its bound)."""
+        S = jnp.asarray(S)
+        mu = jnp.asarray(mu, S.dtype)
+        value, (grad, expected) = jax.value_and_grad(
+            lambda s, t: self._smoothed_value(s, y, mu, t), argnums=(0, 1))(
+                S, jnp.ones((), S.dtype))
+        return value, grad, expected
 
     def expected_delta(self, S, mu, y):
         """E_α[Δ(y′, y)] under the Gibbs distribution α ∝ exp(θ(y′)/μ) of ``smoothed``:
         μ ∂/∂t log Σ exp((t Δ + (1/n) Σ Sᵢ(y′ᵢ − yᵢ))/μ) at t = 1 (one backward pass over the
         (b, c) grid). With u = E_α[(y′ − y)/n] = ∇g*_μ(S), R*(u) ≤ −E_α[Δ]."""
+        S = jnp.asarray(S)
         mu = jnp.asarray(mu, S.dtype)
         return jax.grad(lambda t: self._smoothed_value(S, y, mu, t))(jnp.ones((), S.dtype))
 

@@ -106,11 +106,24 @@ def _other_loss(problem):
 
 
 def _primal_risk(problem, S, mu):
-    """(f at the scores S, the dual point u = ∇f in score space) for a loss other than the
-    hinge: R itself where smooth, else its smoothing g*_μ."""
+    """(f at the scores S, u = ∇f in score space, the dual point to average) for a loss
+    other than the hinge: R itself where smooth, else its smoothing g*_μ. The dual point is
+    u, or (u, E_α[Δ]) for a loss without a conjugate that gives ``smoothed_dual``
+    (`nsjax.losses.F1Loss`: u = E_α[(y′ − y)/n] and R*(u) ≤ −E_α[Δ], which averages)."""
+    loss, y = problem.loss, problem.y
     if _smooth_loss(problem):
-        return problem.loss.risk(S, problem.y), problem.loss.dscores(S, problem.y)
-    return problem.loss.smoothed(S, mu, problem.y)
+        u = loss.dscores(S, y)
+        return loss.risk(S, y), u, u
+    if hasattr(loss, "smoothed_dual"):
+        value, u, expected = loss.smoothed_dual(S, mu, y)
+        return value, u, (u, expected)
+    value, u = loss.smoothed(S, mu, y)
+    return value, u, u
+
+
+def _average(old_w, old, new_w, new):
+    """old_w·old + new_w·new for a dual point (an array, or a tuple of arrays)."""
+    return jax.tree_util.tree_map(lambda a, b: old_w * a + new_w * b, old, new)
 
 
 def _entropy_geometry(problem):
@@ -126,7 +139,7 @@ class AGMEFState(NamedTuple):
     x0: jax.Array  # the prox centre of ψ₀
     G: jax.Array  # Ḡ_k = Σ aᵢ ∇f(uᵢ) / A_k
     C: jax.Array  # C̄_k = Σ aᵢ (f(uᵢ) − ⟨∇f(uᵢ), uᵢ⟩) / A_k
-    other: jax.Array  # the other side's average (22): α_k (primal scheme), w_k (dual)
+    other: Any  # the other side's average (22): α_k (primal scheme), w_k (dual)
     inv_A: jax.Array  # 1/A_k (inf before the first step)
     lipschitz: jax.Array  # L_k, the last accepted estimate
     mu: jax.Array  # μ, the smoothing (0: none)
@@ -281,8 +294,8 @@ class AGMEF(Solver):
         """(f(u), ∇f(u), the other side's point at u). One product."""
         lam, y = problem.lam, problem.y
         if self.scheme == "primal" and _other_loss(problem):  # the dual point u = ∇f
-            value, u_dual = _primal_risk(problem, Ku, mu)
-            return value, problem.X.rmv(u_dual), u_dual
+            value, u_dual, point = _primal_risk(problem, Ku, mu)
+            return value, problem.X.rmv(u_dual), point
         if self.scheme == "primal":
             value, alpha = smoothed_hinge(problem, 1.0 - y * Ku, mu)
             return value, -problem.X.rmv(y * alpha), alpha
@@ -389,7 +402,13 @@ class AGMEF(Solver):
         y = problem.y
         if self.scheme == "primal":  # w = x_k; α_k = other, Xᵀ(y∘α_k) = −Ḡ
             w, S = state_x, Kx
-            if _other_loss(problem):  # ū = Σ aᵢ∇f(uᵢ)/A_k in score space, Xᵀū = Ḡ
+            if isinstance(other, tuple):  # (ū, Ē[Δ]): D(sū) ≥ sĒ[Δ] − (λΩ)*(−sXᵀū)
+                reg, expected = _coefficient_regularizer(problem), other[1]
+                lower = expected - reg.conjugate(-G)
+                if reg.dual_points != "as is":  # sū mixes in y′ = y (Δ = 0), s ≤ 1
+                    s = reg.feasible_scale(-G)
+                    lower = jnp.fmax(lower, s * expected - reg.conjugate(-s * G))
+            elif _other_loss(problem):  # ū = Σ aᵢ∇f(uᵢ)/A_k in score space, Xᵀū = Ḡ
                 if not _smooth_loss(problem):
                     # A simplex point averaged over many steps drifts off Σū = 1 by
                     # rounding, and R* is finite only on the simplex: rescale (Xᵀū too).
@@ -419,7 +438,7 @@ class AGMEF(Solver):
             D = self.certificate(problem, state.x, state.Kx, state.G, alpha, bias)[2]
             # (With L1 the dual point is scaled by s ≤ 1 into D's domain; μ/2‖α‖² ≥ its
             # μ/2‖sα‖², so this D_μ is a lower bound on the scaled point's.)
-            if _other_loss(problem):
+            if _other_loss(problem):  # (no smoothing term where the loss gives none: F1)
                 term = (problem.loss.smoothing_term(alpha, mu) if hasattr(
                     problem.loss, "smoothing_term") else jnp.zeros_like(mu))
                 return F - (D - term)
@@ -455,7 +474,7 @@ class AGMEF(Solver):
         stats = counters(matvecs=products + 3, lipschitz_increases=0)
         return AGMEFState(
             core=Core(w0, problem.value(w0, S0), lower, stats), x=x0, z=x0, Kx=Kx0, Kz=Kx0, x0=x0,
-            G=jnp.zeros_like(grad), C=zero, other=jnp.zeros_like(other),
+            G=jnp.zeros_like(grad), C=zero, other=jax.tree_util.tree_map(jnp.zeros_like, other),
             inv_A=jnp.asarray(jnp.inf, dt), lipschitz=L * self.gamma_d, mu=mu)
 
     def attempt(self, problem, state: AGMEFState, L) -> _Trial:
@@ -482,7 +501,7 @@ class AGMEF(Solver):
         # Step 8: ψ_{k+1} = ψ_k + a_{k+1}[Ψ + ℓ_f(·; u)], kept as averages.
         G = old_w * state.G + new_w * grad
         C = old_w * state.C + new_w * (f_u - jnp.vdot(grad, u))
-        other = old_w * state.other + new_w * other_u
+        other = _average(old_w, state.other, new_w, other_u)
         z = self.model_minimizer(problem, state.x0, G, inv_A, state.mu)  # step 9
         Kz = self.image(problem, z)
         x = old_w * state.x + new_w * z  # step 10

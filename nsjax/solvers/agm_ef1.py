@@ -23,13 +23,13 @@ form every later q_k has; Lemmas 11–12 hold for it unchanged.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from nsjax.solvers._options import solver_options
-from nsjax.solvers.agm_ef import AGMEF, MAX_RAISES
+from nsjax.solvers.agm_ef import AGMEF, MAX_RAISES, _average
 from nsjax.solvers.base import Core, count, counters
 from nsjax.solvers.svm_dual import project_dual
 
@@ -43,7 +43,7 @@ class AGMEF1State(NamedTuple):
     c: jax.Array  # c_k, q_k's curvature
     Q: jax.Array  # Q_k = q_k(z_k)
     G: jax.Array  # the gradients averaged with the weights of (35)
-    other: jax.Array  # the other side's point by (35)
+    other: Any  # the other side's point by (35)
     lipschitz: jax.Array  # L_k
     mu: jax.Array  # μ, the smoothing (0: none)
 
@@ -133,7 +133,7 @@ class AGMEF1(AGMEF):
         F = self.smooth_part(problem, x, Kx, mu) + self.regularizer(problem, x, mu)
         new = state._replace(
             x=x, z=z, Kx=Kx, Kz=Kz, c=(1 - a) * c + lam2 * a, Q=Q,
-            G=(1 - a) * state.G + a * grad, other=(1 - a) * state.other + a * other_u,
+            G=(1 - a) * state.G + a * grad, other=_average(1 - a, state.other, a, other_u),
             lipschitz=L)
         return new, F <= Q + self.slack(F, Q)
 
