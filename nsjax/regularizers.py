@@ -284,9 +284,30 @@ def _l1_conjugate(mu, v):
     return jnp.where(jnp.max(jnp.abs(v)) <= mu, 0.0, jnp.inf).astype(v.dtype)
 
 
+class _NoSmoothPart:
+    """A regularizer without a smooth part (L1's μ‖w‖₁; a constraint, whose value on its set
+    is 0) in the Euclidean geometry: zero smooth value, gradient and Hessian, identity
+    mirror maps."""
+
+    def smooth_value(self, w):
+        return jnp.zeros((), w.dtype)
+
+    def smooth_grad(self, w):
+        return jnp.zeros_like(w)
+
+    def smooth_hvp(self, v):
+        return jnp.zeros_like(v)
+
+    def mirror_map(self, w):
+        return w
+
+    def inverse_mirror_map(self, z):
+        return z
+
+
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class L1(Regularizer):
+class L1(_NoSmoothPart, Regularizer):
     """μ ‖w‖₁ (paper 000, eq. 55; paper 002, eq. 1).
 
     Args:
@@ -352,20 +373,6 @@ class L1(Regularizer):
     def l1_weight(self):
         return self.mu
 
-    def smooth_value(self, w):
-        return jnp.zeros((), w.dtype)
-
-    def smooth_grad(self, w):
-        return jnp.zeros_like(w)
-
-    def smooth_hvp(self, v):
-        return jnp.zeros_like(v)
-
-    def mirror_map(self, w):
-        return w
-
-    def inverse_mirror_map(self, z):
-        return z
 
 
 @jax.tree_util.register_dataclass
@@ -586,7 +593,7 @@ def _with_zero_bias(g, w):
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class ElasticNetBall(Regularizer):
+class ElasticNetBall(_NoSmoothPart, Regularizer):
     """The indicator of the elastic-net ball {w : γ‖w‖₁ + ½‖w‖² ≤ r}: the constrained form
     of the elastic net (paper 003, Example 6; min R(Xw) over the ball, which for every λ of
     `ElasticNet` has an r with the same minimizer, and vice versa).
@@ -652,21 +659,6 @@ class ElasticNetBall(Regularizer):
 
         return elastic_net_ball_support(v, self.r, self.gamma)
 
-    def smooth_value(self, w):
-        """0: the value on the ball, where the solvers that take it keep their iterates."""
-        return jnp.zeros((), w.dtype)
-
-    def smooth_grad(self, w):
-        return jnp.zeros_like(w)
-
-    def smooth_hvp(self, v):
-        return jnp.zeros_like(v)
-
-    def mirror_map(self, w):
-        return w
-
-    def inverse_mirror_map(self, z):
-        return z
 
 
 @jax.tree_util.register_dataclass
