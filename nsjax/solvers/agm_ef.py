@@ -163,9 +163,12 @@ class _Trial(NamedTuple):
 class AGMEF(Solver):
     """AGM-EF-∞ with adaptive L (paper 003, Alg. 2) for the linear SVM (binary hinge + L2,
     with or without a bias), in the primal or the dual (module docstring). The primal scheme
-    also takes L1, ElasticNet (Euclidean prox) and `nsjax.regularizers.Entropy` (the entropy
-    geometry: Bregman prox steps on the capped simplex), and the smooth losses Logistic and
-    Squared (without a bias) in place of the smoothed hinge.
+    also takes L1, ElasticNet (Euclidean prox), `nsjax.regularizers.Entropy` (the entropy
+    geometry: Bregman prox steps on the capped simplex) and the constraint
+    `nsjax.regularizers.ElasticNetBall` (prox = projection), and, without a bias, in place
+    of the smoothed hinge the smooth losses Logistic and Squared, or a loss with its own
+    smoothing (`nsjax.losses.MaxScore`'s soft-max, `nsjax.losses.F1Loss`'s Gibbs
+    distribution over labelings; μ = ε / the loss's ``smoothing_diameter``).
 
     Args:
         scheme: "dual" (default: Sec. 5.1.2 / 5.3, AGM-EF on −D) or "primal" (Sec. 5.1.1,
