@@ -97,37 +97,35 @@ def default_solver(problem) -> Solver:
     return SubLBFGS()
 
 
+def _solvers_where(has):
+    """The names of the nsjax solvers whose class satisfies ``has`` (for error messages)."""
+    from nsjax import solvers
+
+    return ", ".join(sorted(name for name in solvers.__all__ if has(getattr(solvers, name))))
+
+
 def _check(solver, problem):
     """Refuse, before compiling, a problem the solver cannot solve: its own ``check``, and
-    a bias where the solver does not support one (naming those that do)."""
+    a bias, a prox geometry or a constraint the solver does not take (naming those that
+    do)."""
+    name = type(solver).__name__
     if problem.bias and not solver.supports_bias:
-        from nsjax import solvers
-
-        able = sorted(name for name in solvers.__all__
-                      if getattr(getattr(solvers, name), "supports_bias", False))
+        able = _solvers_where(lambda cls: getattr(cls, "supports_bias", False))
         raise ValueError(
-            f"{type(solver).__name__} does not support an unregularized bias (bias=True); "
-            f"use one of {', '.join(able)}, or add a constant column to X instead.")
+            f"{name} does not support an unregularized bias (bias=True); "
+            f"use one of {able}, or add a constant column to X instead.")
+    reg = problem.reg.inner if problem.bias else problem.reg
     geometry = getattr(problem.reg, "geometry", "euclidean")
     if geometry not in solver.geometries:
-        from nsjax import solvers
-
-        able = sorted(name for name in solvers.__all__
-                      if geometry in getattr(getattr(solvers, name), "geometries", ()))
-        reg = type(problem.reg.inner if problem.bias else problem.reg).__name__
+        able = _solvers_where(lambda cls: geometry in getattr(cls, "geometries", ()))
         raise ValueError(
-            f"{type(solver).__name__} cannot solve with {reg}, whose prox is in the {geometry} "
-            f"geometry (its domain is not all of R^d); use one of {', '.join(able)}.")
-    inner = problem.reg.inner if problem.bias else problem.reg
-    if getattr(inner, "constraint", False) and not solver.takes_constraints:
-        from nsjax import solvers
-
-        able = sorted(name for name in solvers.__all__
-                      if getattr(getattr(solvers, name), "takes_constraints", False))
+            f"{name} cannot solve with {type(reg).__name__}, whose prox is in the {geometry} "
+            f"geometry (its domain is not all of R^d); use one of {able}.")
+    if getattr(reg, "constraint", False) and not solver.takes_constraints:
+        able = _solvers_where(lambda cls: getattr(cls, "takes_constraints", False))
         raise ValueError(
-            f"{type(solver).__name__} cannot solve with {type(inner).__name__}, a constraint "
-            f"(the indicator of a set, used through its projection); use one of "
-            f"{', '.join(able)} with scheme='primal'.")
+            f"{name} cannot solve with {type(reg).__name__}, a constraint (the indicator of "
+            f"a set, used through its projection); use one of {able} with scheme='primal'.")
     solver.check(problem)
 
 
