@@ -44,6 +44,16 @@ def cvxpy_optimum(X, y, lam, loss="hinge", reg="l2", mu=0.0, bias=False, cap=1.0
     return prob.value, (np.append(w.value, b.value) if bias else w.value)
 
 
+def check_capped_simplex_run(sol, J_star, cap):
+    """A solve on the capped simplex {w ∈ [0, cap]ᵈ, Σw = 1}: its w is in the set, and its
+    certified gap is finite and ≥ the true suboptimality (vs J*) at every recorded step."""
+    w = np.asarray(sol.w)
+    assert np.all(w >= 0) and np.all(w <= cap * (1 + 1e-12)) and abs(w.sum() - 1) < 1e-12
+    steps = int(sol.num_steps)
+    best, gap = np.asarray(sol.history.best[:steps]), np.asarray(sol.history.gap[:steps])
+    assert np.all(np.isfinite(gap)) and np.all(gap >= best - J_star - 1e-10)
+
+
 def random_binary(seed, n, d, sparse=False, nnz=None):
     """A seeded random problem; sparse ones have exactly ``nnz`` entries (one compile)."""
     rng = np.random.default_rng(seed)

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference import cvxpy_optimum
+from reference import check_capped_simplex_run, cvxpy_optimum
 
 import nsjax
 from nsjax.losses import MaxScore
@@ -61,11 +61,7 @@ def test_lpboost_reaches_the_cvxpy_optimum_with_valid_gaps(solver, lam, cap):
     sol = nsjax.solve(prob, solver, max_steps=20_000, tol=1e-6)
     assert sol.result == nsjax.RESULTS.successful
     assert float(sol.value) == pytest.approx(J_star, abs=1e-6)
-    w = np.asarray(sol.w)
-    assert np.all(w >= 0) and np.all(w <= cap * (1 + 1e-12)) and abs(w.sum() - 1) < 1e-12
-    steps = int(sol.num_steps)
-    best, gap = np.asarray(sol.history.best[:steps]), np.asarray(sol.history.gap[:steps])
-    assert np.all(np.isfinite(gap)) and np.all(gap >= best - J_star - 1e-10)
+    check_capped_simplex_run(sol, J_star, cap)
     assert float(sol.gap) <= 1e-6 * max(1.0, abs(float(sol.value)))
 
 
