@@ -34,6 +34,7 @@ __all__ = [
     "logistic_hessian_dominance",
     "oba_synthetic",
     "relative_function_error",
+    "synthetic_chains",
     "synthetic_sparse",
 ]
 
@@ -487,6 +488,38 @@ def synthetic_multilabel(
     spread = np.std(scores)
     count = 1 + np.sum(top[:, 1:3] >= top[:, :1] - 0.5 * spread, axis=1)
     return X, [sorted(order[i, : count[i]].tolist()) for i in range(n)]
+
+
+def synthetic_chains(
+    n: int, length: int, n_labels: int, d: int, *, noise: float = 1.5, stay: float = 0.8,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded sequence-labelling data from a hidden Markov model, where the transitions
+    carry information the tokens alone do not (for `nsjax.chains`).
+
+    Labels: a Markov chain over ``n_labels`` states that keeps its state with probability
+    ``stay`` and otherwise moves to the next state (cyclically), started uniformly. Tokens:
+    the label's planted mean (standard normal, shape (K, d)) plus Gaussian noise of standard
+    deviation ``noise``, so a per-token classifier errs often and the chain's regularity
+    helps.
+
+    Returns:
+        ``(tokens, labels)``: float64 (n, length, d) and int (n, length) in ``0..K-1``.
+    """
+    n, length = _check_int("n", n), _check_int("length", length)
+    K, d = _check_int("n_labels", n_labels), _check_int("d", d)
+    noise, stay = _check_real("noise", noise), _check_real("stay", stay)
+    if K < 2 or not 0 <= stay <= 1:
+        raise ValueError(f"n_labels must be >= 2 and stay in [0, 1]; got {K}, {stay}.")
+    rng = np.random.default_rng(seed)
+    means = rng.standard_normal((K, d))
+    labels = np.empty((n, length), dtype=np.int64)
+    labels[:, 0] = rng.integers(0, K, size=n)
+    for t in range(1, length):  # a loop over positions at generation time only
+        move = rng.random(n) >= stay
+        labels[:, t] = (labels[:, t - 1] + move) % K
+    tokens = means[labels] + noise * rng.standard_normal((n, length, d))
+    return tokens, labels
 
 
 def hadamard_problem(d: int, lam: float, variant: str = "orthonormal"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
@@ -81,6 +83,37 @@ def cvxpy_multiclass_optimum(X, y, lam, K):
     prob = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(W) + risk))
     prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
     return prob.value
+
+
+def chain_features(tokens, labeling, K):
+    """φ(x, y) of one chain as a (d + K, K) matrix: Σ_t x_t ⊗ e_{y_t} in the first d rows,
+    the transition counts in the last K (`nsjax.losses.chain`), written from the definition."""
+    L, d = tokens.shape
+    F = np.zeros((d + K, K))
+    for t in range(L):
+        F[:d, labeling[t]] += tokens[t]
+        if t + 1 < L:
+            F[d + labeling[t], labeling[t + 1]] += 1
+    return F
+
+
+def cvxpy_chain_optimum(tokens, labels, lam, K):
+    """M³N (paper 003, eq. 46) with the Hamming loss, by enumerating every labeling of every
+    chain: min_W λ/2‖W‖² + mean_i ξ_i, ξ_i ≥ Δ(y′, yⁱ) + ⟨W, φ(xⁱ, y′) − φ(xⁱ, yⁱ)⟩ ∀y′."""
+    N, L, d = tokens.shape
+    W = cp.Variable((d + K) * K)
+    xi = cp.Variable(N)
+    all_y = np.array(list(itertools.product(range(K), repeat=L)))
+    constraints = []
+    for i in range(N):
+        truth = chain_features(tokens[i], labels[i], K).ravel()
+        Phi = np.stack([chain_features(tokens[i], y, K).ravel() for y in all_y]) - truth
+        hamming = (all_y != labels[i]).sum(axis=1)
+        constraints.append(xi[i] >= hamming + Phi @ W)
+    prob = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(W) + cp.sum(xi) / N), constraints)
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    assert np.isfinite(prob.value), f"cvxpy did not solve the chain problem: {prob.status}"
+    return prob.value, W.value.reshape(d + K, K)
 
 
 def cvxpy_multilabel_optimum(X, Ymask, lam):

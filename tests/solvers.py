@@ -35,7 +35,8 @@ REGISTRY = [
     Entry("SubLBFGS-m64-unscaled", S.SubLBFGS(memory=64, scaling=False), ("hinge",)),
     Entry("SubLBFGS-wolfe", S.SubLBFGS(line_search="wolfe")),
     Entry("SubBFGS", S.SubBFGS()),
-    Entry("BMRM", S.BMRM()),
+    # BMRM also on M³N chains (paper 003, Example 4): its cut is loss-augmented Viterbi.
+    Entry("BMRM", S.BMRM(), ("hinge", "chain", "logistic")),
     Entry("BMRM-exact", S.BMRM(line_search="exact"), ("hinge",)),
     # The L1 family (issue 10) on L1-regularized logistic regression.
     Entry("OBA", S.OBA(), ("logistic-l1", "logistic")),
@@ -44,6 +45,8 @@ REGISTRY = [
     # The Nesterov family (issue 11): binary hinge with L2 only. O(1/k²): ~1500 steps to
     # 1e-6 here, ~50,000 to 1e-9.
     Entry("Pragam", S.Pragam(), ("hinge",), fast=False),
+    # Pragam on M³N chains (paper 004, App. E): the dual over the chains' marginal polytope.
+    Entry("Pragam-chain", S.Pragam(), ("chain",), max_steps=10_000, fast=False),
     Entry("AGMEF", S.AGMEF(), ("hinge",), fast=False),
     # Smoothed to ε = 1e-8: the certified gap on J stops near ε (paper 003, Theorem 19).
     # Also in the entropy geometry (the relative entropy on the simplex), on a smooth loss

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference import cvxpy_optimum, random_binary
+from reference import cvxpy_chain_optimum, cvxpy_optimum, random_binary
 from solvers import REGISTRY
 
 import nsjax
@@ -31,7 +31,9 @@ KINDS = {"hinge": (nsjax.losses.Hinge, nsjax.regularizers.L2, 0.1),
          # The elastic net as a constraint (paper 003, Example 6): least squares in the ball
          # γ‖w‖₁ + ½‖w‖² ≤ r (active at r = 0.5 here), strength r.
          "squared-ball": (nsjax.losses.Squared, functools.partial(
-             nsjax.regularizers.ElasticNetBall, gamma=0.5), 0.5)}
+             nsjax.regularizers.ElasticNetBall, gamma=0.5), 0.5),
+         # M³N on chains (paper 003, Example 4): n // 10 chains of 3 tokens, 3 labels.
+         "chain": (nsjax.losses.ChainHinge, nsjax.regularizers.L2, 0.1)}
 REG_NAMES = {nsjax.regularizers.L2: "l2", nsjax.regularizers.L1: "l1",
              nsjax.regularizers.Entropy: "entropy", KINDS["squared-ball"][1]: "ball"}
 ENTRIES = [pytest.param(e, id=e.name) for e in REGISTRY]
@@ -39,17 +41,31 @@ ENTRIES = [pytest.param(e, id=e.name) for e in REGISTRY]
 # and one compiled sweep (of three strengths) per registry entry serve both.
 SWEEP_SHAPE, SWEEP_STEPS = dict(n=50, d=6), 400
 LOOSE = 0.1  # the tolerance of test_one_compile_per_shape's runs
-#: Registry rows whose eager run test_jit_equals_no_jit skips, and the row with their path:
-#: a memory size and scaling flag; per-example smoothing weights.
+#: Registry rows whose eager run test_jit_equals_no_jit skips, and the rows with their
+#: paths: a memory size and scaling flag; per-example smoothing weights; the two phases
+#: (the Hybrid's first two steps are subLBFGS's).
 EAGER_COVERED_BY = {"SubLBFGS-m64-unscaled": "SubLBFGS",
-                    "AGMEF-primal-optimized": "AGMEF-primal"}
+                    "AGMEF-primal-optimized": "AGMEF-primal",
+                    "Hybrid": "SubLBFGS, BMRM"}
+#: Rows that only set numbers of another row (a memory size and a flag of SubLBFGS): the
+#: same program up to constants, so test_one_compile_per_shape runs on that row only.
+OPTION_VARIANTS = ("SubLBFGS-m64-unscaled",)
 OPTIMUM_CASES = [pytest.param(e, loss, seed, id=f"{e.name}-{loss}-{seed}")
                  for e in REGISTRY for loss in e.losses for seed in range(2)]
+
+
+def _chains(seed, n, d):
+    """n // 10 seeded chains of 3 tokens with d // 2 features and 3 labels."""
+    rng = np.random.default_rng(seed + 100)
+    return rng.normal(size=(n // 10, 3, d // 2)), rng.integers(0, 3, size=(n // 10, 3))
 
 
 def _problem(kind="hinge", seed=0, n=80, d=8, lam=None, dtype=None):
     """A seeded problem of a kind; ``lam`` in units of the kind's default strength."""
     loss, reg, strength = KINDS[kind]
+    if kind == "chain":
+        return nsjax.chains.chain_problem(*_chains(seed, n, d), strength * (
+            1.0 if lam is None else lam / 0.1), classes=(0, 1, 2), dtype=dtype)
     X, y, _ = random_binary(seed + 100, n, d)
     y = None if loss is nsjax.losses.MaxScore else y
     return nsjax.Problem(loss(), reg(strength * (1.0 if lam is None else lam / 0.1)), X, y,
@@ -59,6 +75,8 @@ def _problem(kind="hinge", seed=0, n=80, d=8, lam=None, dtype=None):
 @functools.cache
 def _optimum(kind, seed):
     loss, reg, strength = KINDS[kind]
+    if kind == "chain":
+        return cvxpy_chain_optimum(*_chains(seed, 80, 8), strength, 3)[0]
     X, y, _ = random_binary(seed + 100, 80, 8)
     return cvxpy_optimum(X, y, strength, loss=loss.__name__.lower(), reg=REG_NAMES[reg],
                          gamma=0.5)[0]
@@ -102,7 +120,7 @@ def test_state_is_stable_across_a_step(entry, dtype):
                for leaf in jax.tree_util.tree_leaves(state))
 
 
-@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if e.id not in OPTION_VARIANTS])
 def test_one_compile_per_shape(entry):
     # The shapes, loss and max_steps of test_sweep_equals_solve, whose programs this shares:
     # the first solve compiles at most one program (none if that test ran first in this
@@ -119,9 +137,11 @@ def test_one_compile_per_shape(entry):
     # Other label values and a strength set by with_lam (a Python float) compile nothing.
     prob = _problem(loss, 3, **SWEEP_SHAPE)
     others = [prob.with_lam(0.2)]
-    if prob.y is not None:
-        relabelled = nsjax.Problem(prob.loss, prob.reg, prob.X, np.asarray(prob.y) > 0)
-        assert relabelled.classes == (False, True) != prob.classes
+    if prob.y is not None:  # binary: booleans; multiclass: the indices shifted
+        y = np.asarray(prob.y)
+        relabelled = nsjax.Problem(prob.loss, prob.reg, prob.X,
+                                   y > 0 if prob.num_outputs is None else y + 10)
+        assert relabelled.classes != prob.classes
         others.append(relabelled)
     for p in others:
         nsjax.solve(p, entry.solver, max_steps=SWEEP_STEPS, tol=LOOSE)
@@ -157,7 +177,7 @@ def test_sweep_equals_solve(entry):
     lams = [0.05, 0.2, 1.0]
     lams = [lam * float(prob.lam) / 0.1 for lam in lams]  # in the kind's units
     sols = nsjax.sweep(prob, lams, entry.solver, max_steps=SWEEP_STEPS, tol=1e-9)
-    assert sols.w.shape == (3, 6)
+    assert sols.w.shape == (3, *prob.w_shape)
     for i, lam in enumerate(lams):
         one = nsjax.solve(prob.with_lam(lam), entry.solver, max_steps=SWEEP_STEPS, tol=1e-9)
         # Both must land within their certified gaps, and agree to 1e-8 where they succeed

@@ -1,5 +1,6 @@
 """Losses as functions of the scores S = X w (see `nsjax.losses.base`)."""
 
+from nsjax.losses.chain import ChainHinge
 from nsjax.losses.f1 import F1Loss
 from nsjax.losses.hinge import Hinge
 from nsjax.losses.logistic import Logistic
@@ -9,5 +10,5 @@ from nsjax.losses.multiclass_hinge import MulticlassHinge
 from nsjax.losses.multilabel_hinge import MultilabelHinge
 from nsjax.losses.squared import Squared
 
-__all__ = ["F1Loss", "Hinge", "Logistic", "MaxAffine", "MaxScore", "MulticlassHinge",
+__all__ = ["ChainHinge", "F1Loss", "Hinge", "Logistic", "MaxAffine", "MaxScore", "MulticlassHinge",
            "MultilabelHinge", "Squared"]

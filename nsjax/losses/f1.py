@@ -235,7 +235,7 @@ class F1Loss(BinaryLabels, Loss):
     about 120 MB at n = 20,000 in float64).
 
     Example:
-        >>> import jax.numpy as jnp
+        >>> import jax, jax.numpy as jnp
         >>> from nsjax.losses import F1Loss
         >>> loss = F1Loss()
         >>> S = jnp.array([2.0, -0.5, 1.0, -2.0]); y = jnp.array([1.0, 1.0, -1.0, -1.0])
@@ -243,10 +243,10 @@ class F1Loss(BinaryLabels, Loss):
         1.25
         >>> (loss.dscores(S, y) * 4).tolist()  # n u = y' - y
         [0.0, -2.0, 2.0, 0.0]
-        >>> value, grad = loss.smoothed(S, 1e-3, y)
+        >>> value, grad = jax.jit(loss.smoothed)(S, 1e-3, y)  # one program, not op by op
         >>> bool(value <= loss.risk(S, y) <= value + 1e-3 * loss.smoothing_diameter(4))
         True
-        >>> float(loss.expected_delta(S, 1e-3, y))
+        >>> float(jax.jit(loss.expected_delta)(S, 1e-3, y))
         0.5
     """
 

@@ -1,5 +1,5 @@
 """Pragam and Pragam-b: primal–adjoint gap minimization for the linear SVM (paper 004,
-Sec. 4, Alg. 1).
+Sec. 4, Alg. 1), and for max-margin Markov networks on chains (App. E.1).
 
 The binary hinge with L2, J(w) = λ/2 ‖w‖² + (1/n) Σᵢ max(0, 1 − yᵢ⟨xᵢ, w⟩), has the adjoint
 (eq. 21)
@@ -24,6 +24,13 @@ and, with μ₀ = 2L, α₀ = v(α₋₁), w₀ = w(α₋₁), for k = 0, 1, …
 every step; with L ≥ the true constant it is ≤ 4 L D₂ / ((k+1)(k+2)) (eq. 26; σ₂ = 1,
 D₂ = max_{Q₂} ‖α‖²/2 = 1/(2n)).
 
+The same Alg. 1 runs on M³N (`nsjax.losses.ChainHinge`): α is then the chains' pairwise
+marginals, Q₂ their local marginal polytope (exact projection onto it: App. E.3.1,
+`nsjax.projections.project_chain_marginals`), and the maps above are those of
+`nsjax.solvers.chain_dual` (`Adjoint` below names the pieces either dual gives). Eq. 26
+holds with D₂ = (L − 1)/(2N²) for N chains of L tokens and that dual's Lipschitz constant
+‖XᵀB‖²/λ (B: marginals to score rows), which the backtracking below reaches from σ_max(X)²/λ.
+
 Where this departs from the paper, and why:
 
 - α₋₁: the paper picks it at random in Q₂; here α₋₁ = α_{μ₀}(w⁰) for the caller's start w⁰
@@ -45,11 +52,14 @@ Where this departs from the paper, and why:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from nsjax.losses.chain import ChainHinge
+from nsjax.solvers import chain_dual
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.base import Core, Solver, count, counters
 from nsjax.solvers.svm_dual import (
@@ -61,6 +71,31 @@ from nsjax.solvers.svm_dual import (
     svm_dual_value,
     with_best_bias,
 )
+
+
+class Adjoint(NamedTuple):
+    """The pieces of an adjoint D(α) = ⟨ℓ, α⟩ − ‖Xᵀu(α)‖²/(2λ) on a set Q₂ that Alg. 1
+    uses: ``gradient(problem, S)`` = ∇D(α) from S = X w(α) (also α_μ(w)'s argument times μ,
+    eq. 23), ``project`` = Π_{Q₂}, ``primal`` = w(α) (eq. 24), ``value`` = D(α) given w(α)."""
+
+    check: Callable
+    gradient: Callable
+    project: Callable
+    primal: Callable
+    value: Callable
+
+
+#: The linear SVM (eq. 21): ∇D(α) = 1 − y∘X w(α), Q₂ the box (cut by Σyα = 0 with a bias).
+SVM = Adjoint(check_svm_problem, lambda problem, S: 1.0 - problem.y * S, project_dual,
+              primal_of, svm_dual_value)
+#: M³N on chains (paper 004, App. E.1): α the pairwise marginals (`chain_dual`).
+CHAIN = Adjoint(chain_dual.check_chain_problem, chain_dual.gradient, chain_dual.project,
+                chain_dual.primal, chain_dual.value)
+
+
+def adjoint_of(problem) -> Adjoint:
+    """The adjoint Pragam runs on for this problem's loss."""
+    return CHAIN if isinstance(problem.loss, ChainHinge) else SVM
 
 
 class PragamState(NamedTuple):
@@ -76,7 +111,7 @@ class PragamState(NamedTuple):
 @solver_options
 class Pragam(Solver):
     """Pragam (paper 004, Alg. 1): O(1/k²) on the duality gap of the linear SVM; Pragam-b
-    on a problem with ``bias=True``.
+    on a problem with ``bias=True``; M³N on chains (`nsjax.losses.ChainHinge`, App. E).
 
     Args:
         spectral_norm_sq: σ_max(X)², if known (then L = σ²/λ exactly, as in eq. 26);
@@ -115,23 +150,25 @@ class Pragam(Solver):
         check_lipschitz_options(self.spectral_norm_sq, self.power_iterations)
 
     def check(self, problem):
-        check_svm_problem(problem, "Pragam")
+        adjoint_of(problem).check(problem, "Pragam")
 
     # -- the maps of eqs. 23–25 ---------------------------------------------------------
     def smoothed_dual(self, problem, S, mu):
-        """α_μ(w) = Π_{Q₂}((1 − y∘Xw)/μ) (eq. 23), from the scores S = Xw."""
-        return project_dual(problem, (1.0 - problem.y * S) / mu)
+        """α_μ(w) = Π_{Q₂}((1 − y∘Xw)/μ) (eq. 23; M³N: the edge potentials over μ), from
+        the scores S = Xw."""
+        dual = adjoint_of(problem)
+        return dual.project(problem, dual.gradient(problem, S) / mu)
 
     def gradient_step(self, problem, beta, w_beta, S_beta, lipschitz):
         """v(β) (eq. 25) with L checked on the step and raised until it holds (module
         docstring): returns (v, w(v), L, raises)."""
-        lam = problem.lam
-        grad = 1.0 - problem.y * S_beta  # ∇D(β)
+        lam, dual = problem.lam, adjoint_of(problem)
+        grad = dual.gradient(problem, S_beta)  # ∇D(β)
         slack = 1.0 + jnp.sqrt(jnp.finfo(beta.dtype).eps)  # rounding of both sides
 
         def trial(L):
-            v = project_dual(problem, beta + grad / L)
-            w_v = primal_of(problem, v)
+            v = dual.project(problem, beta + grad / L)
+            w_v = dual.primal(problem, v)
             dw, da = w_v - w_beta, v - beta
             curvature = lam * jnp.vdot(dw, dw)  # = ‖Xᵀ(y∘(v − β))‖²/λ
             step = jnp.vdot(da, da)
@@ -158,13 +195,14 @@ class Pragam(Solver):
         # α₋₁ = α_μ₀(w⁰); with a bias, b⁰ only shifts the projection's multiplier.
         S0 = problem.scores(w0)
         alpha_start = self.smoothed_dual(problem, S0, 2.0 * L)
-        w = primal_of(problem, alpha_start)
+        w = adjoint_of(problem).primal(problem, alpha_start)
         S = problem.X.mv(w)
         alpha, w_alpha, L, raises = self.gradient_step(problem, alpha_start, w, S, L)
         stats = counters(matvecs=products + 4 + raises, lipschitz_increases=raises)
         # The recorded start is the caller's w⁰ (so a warm start is never lost), with the
         # bound D(α₀); w₀ of Alg. 1 is recorded after the first step.
-        core = Core(w0, problem.value(w0, S0), svm_dual_value(problem, alpha, w_alpha), stats)
+        core = Core(w0, problem.value(w0, S0), adjoint_of(problem).value(problem, alpha, w_alpha),
+                    stats)
         return PragamState(core, w, S, alpha, L, jnp.asarray(2.0, dt),
                            jnp.zeros((), jnp.int32))
 
@@ -173,7 +211,7 @@ class Pragam(Solver):
         tau = (2.0 / (k + 3)).astype(L.dtype)
         alpha_hat = self.smoothed_dual(problem, state.S, state.mu_scale * L)
         beta = (1 - tau) * state.alpha + tau * alpha_hat
-        w_beta = primal_of(problem, beta)
+        w_beta = adjoint_of(problem).primal(problem, beta)
         S_beta = problem.X.mv(w_beta)
         alpha, w_alpha, L, raises = self.gradient_step(problem, beta, w_beta, S_beta, L)
         bias = problem.split_bias(state.core.w)[1]
@@ -181,5 +219,5 @@ class Pragam(Solver):
         S = (1 - tau) * state.S + tau * S_beta
         stats = count(state.core.stats, matvecs=3 + raises, lipschitz_increases=raises)
         w_b, value = with_best_bias(problem, w, S, bias)
-        core = Core(w_b, value, svm_dual_value(problem, alpha, w_alpha), stats)
+        core = Core(w_b, value, adjoint_of(problem).value(problem, alpha, w_alpha), stats)
         return PragamState(core, w, S, alpha, L, (1 - tau) * state.mu_scale, k + 1)

@@ -1,0 +1,89 @@
+"""Sequence labelling with max-margin Markov networks on chains (paper 003, Example 4;
+paper 004, App. E): build the problem, decode, score.
+
+    prob = nsjax.chains.chain_problem(tokens, labels, lam=1e-3)   # tokens (N, L, d)
+    sol = nsjax.solve(prob, tol=1e-4)                            # BMRM, loss-augmented Viterbi
+    pred = nsjax.chains.predict(sol.w, tokens)                   # (N, L) labels
+
+The weights W have shape (d + K, K): emission weights (d rows) and the transition matrix T
+(K rows); see `nsjax.losses.chain` for the layout of the design matrix.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from nsjax.losses.chain import ChainHinge, viterbi
+from nsjax.problem import Problem
+from nsjax.regularizers import L2
+
+
+def _check_tokens(tokens, labels):
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 3:
+        raise ValueError(f"tokens must have shape (N sequences, L tokens, d features); got "
+                         f"shape {tokens.shape}.")
+    labels = np.asarray(labels)
+    if labels.shape != tokens.shape[:2]:
+        raise ValueError(f"labels must have shape (N, L) = {tokens.shape[:2]}, one label per "
+                         f"token; got shape {labels.shape}.")
+    return tokens, labels
+
+
+def chain_design(tokens, num_labels: int) -> np.ndarray:
+    """The design matrix of a chain problem: for each sequence its L token rows (x_t, 0)
+    then K transition rows (0, e_a), shape (N (L + K), d + K) (`nsjax.losses.chain`)."""
+    tokens = np.asarray(tokens)
+    N, L, d = tokens.shape
+    K = num_labels
+    X = np.zeros((N, L + K, d + K), dtype=np.result_type(tokens.dtype, np.float32))
+    X[:, :L, :d] = tokens
+    X[:, L:, d:] = np.eye(K, dtype=X.dtype)
+    return X.reshape(N * (L + K), d + K)
+
+
+def chain_problem(tokens, labels, lam, *, classes=None, dtype=None) -> Problem:
+    """The M³N problem J(W) = λ/2‖W‖² + (1/N) Σ_i max_y′ [Δ(y′, yⁱ) + ⟨W, φ(xⁱ, y′) −
+    φ(xⁱ, yⁱ)⟩] (paper 003, eq. 46) on N chains of L tokens, Δ the Hamming loss.
+
+    Args:
+        tokens: (N, L, d) token features (a numpy array; all sequences of one length: pad
+            and split longer ones, or group sequences by length, one problem per length).
+        labels: (N, L) token labels, any K ≥ 2 distinct values.
+        lam: λ > 0.
+        classes: the label values in order (default: the sorted distinct values of labels;
+            give it when some label is absent from this set but must keep its column).
+        dtype: float32 or float64 (default: the tokens' float type; float64 for integers).
+
+    Returns:
+        A `Problem` with the `ChainHinge` loss, `L2(lam)`, X from `chain_design` and the
+        weights of shape (d + K, K).
+    """
+    tokens, labels = _check_tokens(tokens, labels)
+    if classes is None:
+        classes = tuple(np.unique(labels).tolist())
+    N, L, _ = tokens.shape
+    K = len(classes)
+    # The transition rows need a label for the layout: the first class (never read).
+    rows = np.concatenate([labels, np.full((N, K), classes[0], labels.dtype)], axis=1)
+    X = chain_design(tokens, K)
+    return Problem(ChainHinge(L), L2(lam), X, rows.reshape(-1), classes=classes, dtype=dtype)
+
+
+@jax.jit
+def _decode(W, tokens):
+    d = tokens.shape[-1]
+    return jax.vmap(viterbi, (0, None))(tokens @ W[:d], W[d:])[0]
+
+
+def predict(W, tokens, classes=None):
+    """The Viterbi labeling argmax_y ⟨W, φ(x, y)⟩ of each sequence: (N, L) label indices, or
+    the label values when ``classes`` (e.g. ``prob.classes``) is given."""
+    tokens = jnp.asarray(tokens, W.dtype)
+    if tokens.ndim != 3 or tokens.shape[-1] + W.shape[1] != W.shape[0]:
+        raise ValueError(f"tokens must have shape (N, L, d) with d = {W.shape[0] - W.shape[1]}"
+                         f" for weights of shape {W.shape}; got {tokens.shape}.")
+    labels = np.asarray(_decode(W, tokens))
+    return labels if classes is None else np.asarray(classes)[labels]
