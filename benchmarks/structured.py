@@ -1,5 +1,5 @@
 """Issue 12: time to a certified gap of 1e-3 on the constrained and structured problems of
-paper 003 (Examples 3, 5, 6): nsjax's methods against each other, and against the best peer
+paper 003 (Examples 3, 4, 5, 6): nsjax's methods against each other, and against the best peer
 available offline where there is one.
 
 Every nsjax run stops when its certified gap is <= TOL * max(1, |J|), TOL = 1e-3 (nsjax's
@@ -58,13 +58,32 @@ start):
    epsilon = 1e-6 (default) and TOL/4. No offline peer: Joachims' SVMperf is a C program
    distributed from his web page, not a PyPI package (it is not in the offline PyPI index
    this machine has either).
-5. Max-margin Markov networks: not implemented in nsjax yet; no row is timed. Peers, checked
-   with ``pip index versions`` and ``pip install --dry-run`` only (not installed):
-   sklearn-crfsuite 0.5.0 would install (pure-Python wheel, with python-crfsuite 0.9.12),
-   but it trains CRFs (conditional likelihood, L-BFGS), not max-margin models; pystruct
-   0.3.2 (2018, source only) fails to build its metadata (its setup.py imports numpy under
-   pip's build isolation), so it is not installable as is on Python 3.11. The script records
-   whether either is importable.
+5. Max-margin Markov networks on chains (Example 4, eq. 46, the Hamming loss):
+   ``nsjax.chains.chain_problem(tokens, labels, lam)``, J(W) = lam/2 ||W||^2 + (1/N) sum_i
+   max_y' [Delta(y', y^i) + <W, phi(x^i, y') - phi(x^i, y^i)>], W of shape (d + K, K)
+   (emission weights, then the K x K transition matrix). Data:
+   ``nsjax.datasets.synthetic_chains(2N, L=10, K=5, d=10)`` (an HMM whose sticky
+   transitions, stay = 0.8, carry information the noisy tokens, noise 1.5, do not), the first
+   N = 500 chains (100 with ``--quick``) to train, the other N held out: one draw split in
+   two, because the generator draws the planted means from its seed (another seed would be
+   another distribution). lam in {1e-2, 1e-3}. Methods: ``BMRM()`` (loss-augmented Viterbi
+   cut), the default solver (``nsjax.loop.default_solver``: ``Hybrid()``, subLBFGS then
+   the exact-line-search BMRM) and ``Pragam()`` (its dual over the chains' marginal
+   polytope, paper 004 App. E; capped at ``chain_pragam_steps`` steps, ~0.1 s a step here:
+   an L2 projection onto the marginal polytope per step and per Lipschitz trial).
+   Baseline: the per-token Crammer-Singer SVM, ``Problem(MulticlassHinge(),
+   L2(lam / L), tokens.reshape(-1, d), labels.ravel())`` with the default solver (its risk
+   averages over the N L tokens, M3N's over the N sequences of L tokens: lam / L gives both
+   the same weight per token), reported as its own problem. Every row also has the held-out
+   per-token accuracy (M3N: Viterbi decoding, ``nsjax.chains.predict``; the SVM: argmax of
+   x W), the training one, and for M3N the accuracy of its emission part alone (argmax per
+   token, no transitions: what the transitions add). Peers, checked with ``pip index
+   versions`` and ``pip install --dry-run`` only (not installed): sklearn-crfsuite 0.5.0
+   would install (pure-Python wheel, with python-crfsuite 0.9.12), but it trains CRFs
+   (conditional likelihood, L-BFGS), not max-margin models; pystruct 0.3.2 (2018, source
+   only) fails to build its metadata (its setup.py imports numpy under pip's build
+   isolation), so it is not installable as is on Python 3.11. The script records whether
+   either is importable (neither is in this venv); no peer row.
 
 Protocol, per (application, data, parameters, method): a first call with tol = 1e30 (it stops
 at step 0; tol is traced, so it compiles the very program of the timed runs; its time minus
@@ -91,9 +110,13 @@ Output: the table (printed), ``<out>/structured.json`` (every run, the machine, 
 before and after each problem, as the machine may be shared) and ``benchmarks/structured.png``
 (bars of time to 1e-3 per problem and method, log scale, a panel per application; hatched:
 the target not reached, the bar is the time at the cap). ``--quick`` writes
-``<out>/structured_quick.json`` and ``<out>/structured_quick.png``.
+``<out>/structured_quick.json`` and ``<out>/structured_quick.png``. ``--apps`` runs some of
+the applications (lpboost, enet, ball, f1, chains; default all; "ball" runs the regularized
+elastic net too, for w_lam): the outputs then carry their names, e.g.
+``<out>/structured_chains.json`` and ``benchmarks/structured_chains.png``, so that a partial
+run never overwrites the full one.
 
-    python benchmarks/structured.py [--quick] [--out benchmarks/results]
+    python benchmarks/structured.py [--quick] [--apps chains] [--out benchmarks/results]
 """
 
 from __future__ import annotations
@@ -140,14 +163,18 @@ CHECK_SLACK = 1e-9
 L1_RATIO = 0.5
 SK_TOLS = tuple(10.0 ** -k for k in range(1, 11))
 CVXPY_MAX_ENTRIES = 50_000  # cvxpy reference for the ball only where n * d is this small
-APPS = ("LPBoost", "elastic net", "elastic-net ball", "F1 loss")
+APPS = ("LPBoost", "elastic net", "elastic-net ball", "F1 loss", "M3N chains")
+APP_KEYS = ("lpboost", "enet", "ball", "f1", "chains")  # --apps
 
 AGM, AGM_EPS, AGM1 = "AGM-EF primal", "AGM-EF primal, eps=tol/4", "AGM-EF-1 primal"
 OBA_NAME, BMRM_NAME = "OBA (default)", "BMRM"
+HYBRID_NAME, PRAGAM_NAME = "Hybrid (default)", "Pragam"
+TOKEN_SVM = "per-token SVM, Hybrid (default)"
 CVX, SK_OWN, SK_POST = "cvxpy+Clarabel", "sklearn ElasticNet (own gap)", \
     "sklearn ElasticNet (tol a posteriori)"
 COLORS = {AGM: "C0", AGM_EPS: "C9", AGM1: "C2", OBA_NAME: "C3", BMRM_NAME: "C4", CVX: "C7",
-          SK_OWN: "C1", SK_POST: "C5"}
+          SK_OWN: "C1", SK_POST: "C5", HYBRID_NAME: "C6", PRAGAM_NAME: "C8",
+          TOKEN_SVM: "C1"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,12 +188,17 @@ class Caps:
     f1_n: int
     f1_lams: tuple[float, ...]
     f1_steps: int
+    chains: tuple[int, int, int, int]  # (N train = N held out, L, K, d)
+    chain_lams: tuple[float, ...]
+    chain_steps: int  # BMRM, Hybrid and the per-token SVM
+    chain_pragam_steps: int  # Pragam: ~0.1 s a step at N = 500
 
 
 FULL = Caps(30, ((0.05, 1.0), (0.05, 0.01), (0.01, 1.0), (0.01, 0.01)), 20_000,
-            (20_000, 500), (0.1, 0.01), 20_000, 600, (1e-2,), 3_000)
+            (20_000, 500), (0.1, 0.01), 20_000, 600, (1e-2,), 3_000,
+            (500, 10, 5, 10), (1e-2, 1e-3), 20_000, 20_000)
 QUICK = Caps(10, ((0.05, 1.0), (0.01, 0.01)), 20_000, (2_000, 100), (0.1,), 20_000, 300,
-             (1e-2,), 3_000)
+             (1e-2,), 3_000, (100, 10, 5, 10), (1e-2, 1e-3), 20_000, 20_000)
 
 
 def agm(eps: float | None = None):
@@ -223,6 +255,14 @@ def digits_nine(n: int) -> tuple[np.ndarray, np.ndarray]:
     if n < X.shape[0]:
         X, _, y, _ = train_test_split(X, y, train_size=n, random_state=0, stratify=y)
     return X, y
+
+
+def chain_data(caps: Caps) -> tuple[np.ndarray, ...]:
+    """(train tokens, train labels, held-out tokens, held-out labels): one draw of 2N chains
+    split in half (the planted means come from the seed: one seed, one distribution)."""
+    n, length, k, d = caps.chains
+    tokens, labels = nsjax.datasets.synthetic_chains(2 * n, length, k, d)
+    return tokens[:n], labels[:n], tokens[n:], labels[n:]
 
 
 # ----------------------------------------------------------------------------------------
@@ -508,6 +548,44 @@ def bench_f1(caps: Caps) -> list[dict]:
     return out
 
 
+def bench_chains(caps: Caps) -> list[dict]:
+    tr_x, tr_y, te_x, te_y = chain_data(caps)
+    n, length, k, d = caps.chains
+    data = f"chains {n}x{length}, K={k} d={d}, {n} held out"
+    data_tok = f"tokens {n * length}x{d}, K={k}, {n * length} held out"
+    tok_x, tok_y = tr_x.reshape(-1, d), tr_y.ravel()
+    out = []
+    for lam in caps.chain_lams:
+        load0 = os.getloadavg()
+        prob = nsjax.chains.chain_problem(tr_x, tr_y, lam)
+        default = nsjax.loop.default_solver(prob)
+        assert isinstance(default, nsjax.solvers.Hybrid), default
+        rows = [run_nsjax(prob, BMRM_NAME, nsjax.solvers.BMRM(), caps.chain_steps),
+                run_nsjax(prob, HYBRID_NAME, default, caps.chain_steps),
+                run_nsjax(prob, PRAGAM_NAME, nsjax.solvers.Pragam(), caps.chain_pragam_steps)]
+        for r in rows:
+            W = jax.numpy.asarray(r["w"])
+            r["test_acc"] = float(np.mean(nsjax.chains.predict(W, te_x) == te_y))
+            r["train_acc"] = float(np.mean(nsjax.chains.predict(W, tr_x) == tr_y))
+            r["test_acc_emission"] = float(np.mean(np.argmax(te_x @ r["w"][:d], -1) == te_y))
+        out.append(finish("M3N chains", data, {"lam": lam}, rows, load0))
+        progress(out[-1])
+
+        load0 = os.getloadavg()
+        lam_tok = lam / length
+        tok = nsjax.Problem(nsjax.losses.MulticlassHinge(), nsjax.regularizers.L2(lam_tok),
+                            tok_x, tok_y)
+        default = nsjax.loop.default_solver(tok)
+        assert isinstance(default, nsjax.solvers.Hybrid), default
+        row = run_nsjax(tok, TOKEN_SVM, default, caps.chain_steps)
+        row["test_acc"] = float(np.mean(np.argmax(te_x @ row["w"], -1) == te_y))
+        row["train_acc"] = float(np.mean(np.argmax(tr_x @ row["w"], -1) == tr_y))
+        out.append(finish("M3N chains", data_tok, {"lam": lam, "lam_tok": lam_tok}, [row],
+                          load0))
+        progress(out[-1])
+    return out
+
+
 START = time.perf_counter()
 
 
@@ -528,6 +606,8 @@ def short_params(case: dict) -> str:
         return f"lam={p['lam']:g} nu={p['nu']:g}"
     if case["app"] in ("elastic net", "elastic-net ball"):
         return f"alpha={p['alpha/alpha_max']:g}*amax"
+    if "lam_tok" in p:
+        return f"lam={p['lam']:g} (tok {p['lam_tok']:g})"
     return f"lam={p['lam']:g}"
 
 
@@ -567,8 +647,23 @@ def table(cases: list[dict]) -> list[str]:
             left = (f"{case['app']:17s} {short_data(case):22s} {short_params(case):20s}"
                     if i == 0 else " " * 62)
             lines.append(f"{left} {fmt_row(case, r)}")
-    lines.append(f"{'M3N':17s} {'-':22s} {'-':20s} not implemented in nsjax (no row timed); "
-                 "peers: see notes")
+    return lines
+
+
+def accuracy_table(cases: list[dict]) -> list[str]:
+    """M3N chains: per-token accuracy, held out (Viterbi; emission part alone) and train."""
+    chains = [c for c in cases if c["app"] == "M3N chains"]
+    if not chains:
+        return []
+    head = (f"{'M3N chains':17s} {'params':20s} {'method':38s} {'held-out acc':>12s} "
+            f"{'emission only':>13s} {'train acc':>9s}")
+    lines = [head, "-" * len(head)]
+    for case in chains:
+        for i, r in enumerate(case["rows"]):
+            left = f"{short_data(case):17s} {short_params(case):20s}" if i == 0 else " " * 38
+            emit = f"{r['test_acc_emission']:.4f}" if "test_acc_emission" in r else "-"
+            lines.append(f"{left} {r['method']:38s} {r['test_acc']:12.4f} {emit:>13s} "
+                         f"{r['train_acc']:9.4f}")
     return lines
 
 
@@ -579,27 +674,24 @@ def plot(cases: list[dict], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     apps = [a for a in APPS if any(c["app"] == a for c in cases)]
-    ncols = 2
+    ncols = min(2, len(apps))
     rows = (len(apps) + ncols - 1) // ncols
     fig, axes = plt.subplots(rows, ncols, figsize=(6.5 * ncols, 4.6 * rows), squeeze=False)
     for ax in axes.flat[len(apps):]:
         ax.set_visible(False)
     for ax, app in zip(axes.flat, apps, strict=False):
         group = [c for c in cases if c["app"] == app]
-        names = list(dict.fromkeys(r["method"] for c in group for r in c["rows"]
-                                   if "time_s" in r))
-        width = 0.8 / len(names)
-        for j, name in enumerate(names):
-            labelled = False
-            for i, c in enumerate(group):
-                r = next((r for r in c["rows"] if r["method"] == name and "time_s" in r), None)
-                if r is None:
-                    continue
-                ax.bar(i - 0.4 + width * (j + 0.5), r["time_s"], width,
+        timed = [[r for r in c["rows"] if "time_s" in r] for c in group]
+        width = 0.8 / max(len(t) for t in timed)
+        labelled = set()
+        for i, case_rows in enumerate(timed):  # each problem's bars centred on its tick
+            for j, r in enumerate(case_rows):
+                name = r["method"]
+                ax.bar(i + width * (j + 0.5 - len(case_rows) / 2), r["time_s"], width,
                        color=COLORS.get(name, "k"), hatch=None if r.get("reached") else "//",
                        alpha=1.0 if r.get("reached") else 0.45,
-                       label=None if labelled else name)
-                labelled = True
+                       label=None if name in labelled else name)
+                labelled.add(name)
         ax.set_yscale("log")
         ax.set_xticks(range(len(group)))
         ax.set_xlim(-0.6, max(len(group), 2) - 0.4)
@@ -645,31 +737,50 @@ def main(argv: list[str] | None = None) -> None:
                         help="folder for structured.json (default: benchmarks/results)")
     parser.add_argument("--png", type=Path, default=None,
                         help="plot path (default: benchmarks/structured.png; with --quick "
-                             "<out>/structured_quick.png)")
+                             "<out>/structured_quick.png; with --apps the names get the "
+                             "apps, e.g. structured_chains.png)")
+    parser.add_argument("--apps", default=",".join(APP_KEYS),
+                        help=f"comma-separated applications to run, of {', '.join(APP_KEYS)}"
+                             " (default: all; ball runs the regularized elastic net too)")
     args = parser.parse_args(argv)
+    apps = [a.strip() for a in args.apps.split(",") if a.strip()]
+    unknown = sorted(set(apps) - set(APP_KEYS))
+    if unknown or not apps:
+        parser.error(f"--apps: unknown {unknown}; choose among {', '.join(APP_KEYS)}")
+    apps = [a for a in APP_KEYS if a in apps]
     caps = QUICK if args.quick else FULL
-    suffix = "_quick" if args.quick else ""
-    png = args.png or (args.out / "structured_quick.png" if args.quick
-                       else HERE / "structured.png")
+    suffix = ("" if len(apps) == len(APP_KEYS) else "_" + "_".join(apps)) + \
+        ("_quick" if args.quick else "")
+    png = args.png or (args.out / f"structured{suffix}.png" if args.quick
+                       else HERE / f"structured{suffix}.png")
     args.out.mkdir(parents=True, exist_ok=True)
 
     import clarabel
     import cvxpy
 
-    warm_up_cvxpy()
+    if "lpboost" in apps or "ball" in apps:
+        warm_up_cvxpy()
     load_start = os.getloadavg()
     host = machine({"cvxpy": cvxpy.__version__, "clarabel": clarabel.__version__})
-    cases = bench_lpboost(caps)
-    sets = enet_data(caps)
-    enet, solutions = bench_enet(caps, sets)
-    cases += enet
-    cases += bench_ball(caps, sets, solutions)
-    cases += bench_f1(caps)
+    cases = bench_lpboost(caps) if "lpboost" in apps else []
+    if "enet" in apps or "ball" in apps:
+        sets = enet_data(caps)
+        enet, solutions = bench_enet(caps, sets)
+        cases += enet
+        if "ball" in apps:
+            cases += bench_ball(caps, sets, solutions)
+    if "f1" in apps:
+        cases += bench_f1(caps)
+    if "chains" in apps:
+        cases += bench_chains(caps)
     load_end = os.getloadavg()
     total = time.perf_counter() - START
 
     print()
     lines = table(cases)
+    acc = accuracy_table(cases)
+    if acc:
+        lines += ["", *acc]
     print("\n".join(lines))
     avail = peer_availability()
     notes = [
@@ -684,10 +795,14 @@ def main(argv: list[str] | None = None) -> None:
         "(its own gap in parentheses).",
         "cvxpy+Clarabel: generic interior point at default tolerances, the whole cvxpy call "
         "timed (canonicalization included); J at its point projected onto the feasible set.",
-        f"M3N: not implemented in nsjax. sklearn-crfsuite importable: "
-        f"{avail['sklearn_crfsuite_importable']}, pystruct importable: "
-        f"{avail['pystruct_importable']}; pip --dry-run (by hand): sklearn-crfsuite 0.5.0 "
-        "would install but trains CRFs, not max-margin models; pystruct 0.3.2 does not build. "
+        "M3N chains: synthetic_chains HMM (stay 0.8, noise 1.5), one draw of 2N chains, the "
+        "second half held out; the per-token SVM (Crammer-Singer, lam_tok = lam / L: the same "
+        "weight per token) is its own problem, in the rows below each M3N one; accuracies: "
+        "per token, M3N decoded by Viterbi, 'emission only' = argmax per token of M3N's "
+        "emission weights. No peer row: sklearn-crfsuite importable: "
+        f"{avail['sklearn_crfsuite_importable']} (it trains CRFs, by likelihood, not M3N), "
+        f"pystruct importable: {avail['pystruct_importable']} (0.3.2 does not build); pip "
+        "--dry-run (by hand): sklearn-crfsuite 0.5.0 would install. "
         "F1: no offline peer (SVMperf is not on PyPI).",
         f"check: every certified lower bound <= every J on its problem (slack {CHECK_SLACK:g} "
         "relative), all finite: passed.",
@@ -702,8 +817,10 @@ def main(argv: list[str] | None = None) -> None:
           f"{host['python']}, git {host['git_commit']}")
     payload = {
         "benchmark": "issue 12: time to a certified gap of 1e-3 on LPBoost, the elastic net "
-                     "(regularized and constrained) and the F1 loss; nsjax methods and peers",
-        "mode": "quick" if args.quick else "full", "caps": dataclasses.asdict(caps),
+                     "(regularized and constrained), the F1 loss and M3N on chains; nsjax "
+                     "methods and peers",
+        "mode": "quick" if args.quick else "full", "apps": apps,
+        "caps": dataclasses.asdict(caps),
         "tol": TOL, "l1_ratio": L1_RATIO, "machine": host, "peers": avail,
         "loadavg_start": load_start, "loadavg_end": load_end, "total_time_s": total,
         "table": lines, "notes": notes, "cases": cases,
