@@ -43,10 +43,13 @@ SWEEP_SHAPE, SWEEP_STEPS = dict(n=50, d=6), 400
 LOOSE = 0.1  # the tolerance of test_one_compile_per_shape's runs
 #: Registry rows whose eager run test_jit_equals_no_jit skips, and the rows with their
 #: paths: a memory size and scaling flag; per-example smoothing weights; the two phases
-#: (the Hybrid's first two steps are subLBFGS's).
+#: (the Hybrid's first two steps are subLBFGS's); Alg. 1 on another adjoint (the chain
+#: dual's maps are pure jnp functions, tested against references in test_chains.py and
+#: test_chain_projection.py; eagerly, the projection's Newton loops alone take 20 s).
 EAGER_COVERED_BY = {"SubLBFGS-m64-unscaled": "SubLBFGS",
                     "AGMEF-primal-optimized": "AGMEF-primal",
-                    "Hybrid": "SubLBFGS, BMRM"}
+                    "Hybrid": "SubLBFGS, BMRM",
+                    "Pragam-chain": "Pragam"}
 #: Rows that only set numbers of another row (a memory size and a flag of SubLBFGS): the
 #: same program up to constants, so test_one_compile_per_shape runs on that row only.
 OPTION_VARIANTS = ("SubLBFGS-m64-unscaled",)
