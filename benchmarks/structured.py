@@ -69,8 +69,8 @@ start):
    another distribution). lam in {1e-2, 1e-3}. Methods: ``BMRM()`` (loss-augmented Viterbi
    cut), the default solver (``nsjax.loop.default_solver``: ``Hybrid()``, subLBFGS then
    the exact-line-search BMRM) and ``Pragam()`` (its dual over the chains' marginal
-   polytope, paper 004 App. E; capped at ``chain_pragam_steps`` steps, ~0.1 s a step here:
-   an L2 projection onto the marginal polytope per step and per Lipschitz trial).
+   polytope, paper 004 App. E; capped at ``chain_pragam_steps`` steps, ~0.07 s a step at
+   N = 500: an L2 projection onto the marginal polytope per step and per Lipschitz trial).
    Baseline: the per-token Crammer-Singer SVM, ``Problem(MulticlassHinge(),
    L2(lam / L), tokens.reshape(-1, d), labels.ravel())`` with the default solver (its risk
    averages over the N L tokens, M3N's over the N sequences of L tokens: lam / L gives both
@@ -191,7 +191,7 @@ class Caps:
     chains: tuple[int, int, int, int]  # (N train = N held out, L, K, d)
     chain_lams: tuple[float, ...]
     chain_steps: int  # BMRM, Hybrid and the per-token SVM
-    chain_pragam_steps: int  # Pragam: ~0.1 s a step at N = 500
+    chain_pragam_steps: int  # Pragam: ~0.07 s a step at N = 500
 
 
 FULL = Caps(30, ((0.05, 1.0), (0.05, 0.01), (0.01, 1.0), (0.01, 0.01)), 20_000,
@@ -676,7 +676,8 @@ def plot(cases: list[dict], path: Path, title: str) -> None:
     apps = [a for a in APPS if any(c["app"] == a for c in cases)]
     ncols = min(2, len(apps))
     rows = (len(apps) + ncols - 1) // ncols
-    fig, axes = plt.subplots(rows, ncols, figsize=(6.5 * ncols, 4.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, ncols, figsize=(max(6.5 * ncols, 10), 4.6 * rows),
+                             squeeze=False)
     for ax in axes.flat[len(apps):]:
         ax.set_visible(False)
     for ax, app in zip(axes.flat, apps, strict=False):
@@ -693,6 +694,8 @@ def plot(cases: list[dict], path: Path, title: str) -> None:
                        label=None if name in labelled else name)
                 labelled.add(name)
         ax.set_yscale("log")
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high * (high / low) ** 0.35)  # headroom for the legend
         ax.set_xticks(range(len(group)))
         ax.set_xlim(-0.6, max(len(group), 2) - 0.4)
         ax.set_xticklabels([f"{c['data'].split()[0]}\n{short_params(c)}" for c in group],

@@ -2,7 +2,7 @@
 paper 004, App. E): build the problem, decode, score.
 
     prob = nsjax.chains.chain_problem(tokens, labels, lam=1e-3)   # tokens (N, L, d)
-    sol = nsjax.solve(prob, tol=1e-4)                            # BMRM, loss-augmented Viterbi
+    sol = nsjax.solve(prob, tol=1e-4)        # the Hybrid; BMRM() and Pragam() also take it
     pred = nsjax.chains.predict(sol.w, tokens)                   # (N, L) labels
 
 The weights W have shape (d + K, K): emission weights (d rows) and the transition matrix T
