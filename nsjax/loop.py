@@ -380,10 +380,10 @@ def _batch_member(p, i):
 
 def _kind(problem):
     """What must agree for problems to stack: the tree (loss and regularizer types and
-    options, number of classes, layout; printed, as treedef equality ignores node types)
-    and every leaf's shape and dtype."""
+    options, number of classes, layout; see `nsjax.problem.node_types`) and every leaf's
+    shape and dtype."""
     leaves, tree = jax.tree_util.tree_flatten(problem)
-    return str(tree), [(jnp.shape(x), jnp.result_type(x)) for x in leaves]
+    return tree, [(jnp.shape(x), jnp.result_type(x)) for x in leaves]
 
 
 @functools.partial(jax.jit, static_argnames=("solver", "max_steps"))

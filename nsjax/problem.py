@@ -119,6 +119,7 @@ class Problem:
         self.bias = _check_bias(bias, loss, self.num_outputs)
         if self.bias:
             self.reg = Unpenalized(self.reg)
+        self.node_types = node_types((self.loss, self.reg, self.X))
 
     def __repr__(self):
         n, d = self.X.shape
@@ -130,29 +131,30 @@ class Problem:
 
     # -- pytree -----------------------------------------------------------------------
     def tree_flatten(self):
-        """Leaves: loss, regularizer, X, y; static: classes, num_outputs, bias."""
+        """Leaves: loss, regularizer, X, y; static: classes, num_outputs, bias and the
+        types of the loss's, regularizer's and X's nodes (`node_types`)."""
         return (self.loss, self.reg, self.X, self.y), (self.classes, self.num_outputs,
-                                                       self.bias)
+                                                       self.bias, self.node_types)
 
     @classmethod
     def tree_unflatten(cls, aux, children):
         """Rebuild from `tree_flatten`'s parts without re-running the checks."""
         obj = object.__new__(cls)
         obj.loss, obj.reg, obj.X, obj.y = children
-        obj.classes, obj.num_outputs, obj.bias = aux
+        obj.classes, obj.num_outputs, obj.bias, obj.node_types = aux
         return obj
 
     def with_lam(self, lam) -> Problem:
         """The same problem with regularization strength ``lam`` (may be traced: `sweep`
         vmaps over it), held in the problem's dtype so that no new program compiles."""
         reg = self.reg.with_strength(_strength(lam, self.dtype, _strength_name(self.reg)))
-        return Problem.tree_unflatten((self.classes, self.num_outputs, self.bias),
-                                      (self.loss, reg, self.X, self.y))
+        return Problem.tree_unflatten((self.classes, self.num_outputs, self.bias,
+                                       self.node_types), (self.loss, reg, self.X, self.y))
 
     def without_classes(self) -> Problem:
         """The same problem without its class values (what the solvers compile against:
         problems that differ only in their label values share one compiled program)."""
-        return Problem.tree_unflatten((None, self.num_outputs, self.bias),
+        return Problem.tree_unflatten((None, self.num_outputs, self.bias, self.node_types),
                                       (self.loss, self.reg, self.X, self.y))
 
     # -- shapes -----------------------------------------------------------------------
@@ -388,8 +390,9 @@ class Problem:
             # The bias row of the conjugate is then 0 up to rounding: bound it with the
             # inner regularizer, as the problem without the bias row would.
             u = self.loss.center_dual(u, self.y)
-            inner = Problem.tree_unflatten((self.classes, self.num_outputs, False),
-                                           (self.loss, self.reg.inner, self.X, self.y))
+            parts = (self.loss, self.reg.inner, self.X)
+            inner = Problem.tree_unflatten(
+                (self.classes, self.num_outputs, False, node_types(parts)), (*parts, self.y))
             return inner.dual_value(u, S=S)
         Xtu = self.rmv(u) if Xtu is None else Xtu
         if hasattr(self.loss, "conjugate"):
@@ -430,6 +433,26 @@ class Problem:
             lower, products = self.loss.dual_certificate(self, w, self.scores(w))
             return lower, products + 1
         return self.loss.dual_certificate(self, w, S)
+
+
+def node_types(tree) -> tuple:
+    """The type of every node of ``tree``'s pytree structure, nested as the tree is.
+
+    Carried in `Problem`'s static data because JAX (seen in 0.10.2) compares the tree
+    structures of two classes registered with `jax.tree_util.register_dataclass` as equal
+    when their fields match, though their hashes differ: `Hinge()` and `Logistic()` (no
+    fields), or `L1(μ)` and `L2(λ)` (one). A compiled program is looked up by its
+    arguments' structure, so on a hash collision in that cache (depending on the
+    process's hash values, hence flaky) a problem with the logistic loss ran the program
+    compiled for the hinge. With the types in the static data, such problems never
+    compare equal.
+    """
+    def walk(treedef):
+        data = treedef.node_data()
+        return (None if data is None else data[0],
+                tuple(walk(child) for child in treedef.children()))
+
+    return walk(jax.tree_util.tree_structure(tree))
 
 
 def _check_bias(bias, loss, num_outputs) -> bool:

@@ -2,6 +2,7 @@
 
 import itertools
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -54,6 +55,23 @@ def test_labels_any_two_values_are_mapped_and_kept():
     assert a.classes == (0, 1) and b.classes == ("ham", "spam")
     np.testing.assert_array_equal(np.asarray(a.y), np.asarray(b.y))
     np.testing.assert_array_equal(np.asarray(a.y), np.where(y01 == 1, 1.0, -1.0))
+
+
+def test_problems_that_differ_in_a_part_have_different_structures():
+    """Problems of one shape with different losses or regularizers (both frozen dataclasses
+    with the same fields) must never share a compiled program. JAX 0.10.2 compares such
+    parts' structures as equal; on a hash collision in jit's cache a logistic problem ran
+    the hinge's program (seen in CI: the logistic runs reached the hinge's optimum)."""
+    X, y, _ = random_binary(0, 20, 4)
+    losses, regs = nsjax.losses, nsjax.regularizers
+    variants = [(losses.Hinge(), regs.L2(0.1)), (losses.Logistic(), regs.L2(0.1)),
+                (losses.Logistic(), regs.L1(0.1)), (losses.Squared(), regs.L1(0.1))]
+    structures = [jax.tree_util.tree_structure(nsjax.Problem(loss, reg, X, y))
+                  for loss, reg in variants]
+    for a, b in itertools.combinations(structures, 2):
+        assert a != b
+    same = jax.tree_util.tree_structure(nsjax.Problem(losses.Hinge(), regs.L2(0.5), X, -y))
+    assert same == structures[0]  # label values and λ do not change the program
 
 
 def test_value_and_subgradient_inequality():
