@@ -82,7 +82,13 @@ def _equality_qp(Qm, bm, lam, free):
     """
     c = bm.shape[0]
     K = jnp.where(free[:, None] & free[None, :], Qm / lam, 0.0)
-    K = K + jnp.diag(jnp.where(free, 0.0, 1.0))  # identity rows off the free set
+    # Identity rows off the free set, and on it a ridge of relative size eps: Q is a Gram
+    # matrix of rank at most the weights' dimension (and cuts repeat), so Q_FF is singular
+    # once more cuts are free than that, and the KKT system with it. Unridged, the solve
+    # returned garbage there: the polish was rejected (a stage-1 answer 0.4 off on
+    # repeated cuts) or cycled to its pass cap (1 BMRM step in 6 on multilabel problems).
+    ridge = jnp.finfo(K.dtype).eps * jnp.maximum(jnp.max(jnp.abs(jnp.diag(K))), 1.0)
+    K = K + jnp.diag(jnp.where(free, ridge, 1.0))
     ones = jnp.where(free, 1.0, 0.0)
     top = jnp.concatenate([K, ones[:, None]], axis=1)
     bottom = jnp.concatenate([ones, jnp.zeros(1, bm.dtype)])[None, :]
