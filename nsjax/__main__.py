@@ -1,4 +1,5 @@
-"""`python -m nsjax demo`: train on the bundled data, print a table, write a convergence plot."""
+"""`python -m nsjax demo`: train on the bundled data, print a table, write a convergence plot;
+`train`, `predict` and `bench` are in `nsjax.cli`."""
 
 from __future__ import annotations
 
@@ -88,10 +89,17 @@ def main(argv=None) -> int:
     d.add_argument("--out", default="nsjax_demo.png", help="where to write the PNG")
     d.add_argument("--lam", type=float, default=1e-3, help="regularization strength")
     d.add_argument("--max-steps", type=int, default=2000)
+    from nsjax import cli
+
+    cli.add_commands(sub)
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.out, args.lam, args.max_steps)
-    return 2
+    try:
+        return cli.COMMANDS[args.command](args)
+    except cli.InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
+import time
 import warnings
 
 import jax
@@ -28,7 +30,43 @@ from nsjax.results import RESULTS, ConvergenceWarning, History, Solution
 from nsjax.solvers.base import Best, Solver, core_of
 
 
-def _run(problem, w0, tol, solver, max_steps):
+class _Progress:
+    """The host side of ``solve(..., progress=k)``: the compiled loop calls `report` every
+    k steps (`jax.debug.callback`); it prints one line, rewritten in place, once the run is
+    older than `delay` seconds, at most every `interval` seconds."""
+
+    delay, interval = 1.0, 0.2
+    start = last = 0.0
+    shown = False
+    stream = sys.stderr
+
+    @classmethod
+    def begin(cls):
+        cls.start, cls.last, cls.shown, cls.stream = time.perf_counter(), 0.0, False, sys.stderr
+
+    @classmethod
+    def report(cls, step, value, gap):
+        now = time.perf_counter()
+        elapsed = now - cls.start
+        if elapsed < cls.delay or now - cls.last < cls.interval:
+            return
+        cls.last, cls.shown = now, True
+        cls.stream.write(f"\rstep {int(step):>7}   objective {float(value):.10g}   "
+                         f"certified gap {float(gap):.3e}   {elapsed:7.1f} s ")
+        cls.stream.flush()
+
+    @classmethod
+    def end(cls, sol):
+        """The final line (only where progress was shown)."""
+        if cls.shown:
+            cls.stream.write(
+                f"\rstep {int(sol.num_steps):>7}   objective {float(sol.value):.10g}   "
+                f"certified gap {float(sol.gap):.3e}   "
+                f"{time.perf_counter() - cls.start:7.1f} s   {RESULTS(int(sol.result)).name}\n")
+            cls.stream.flush()
+
+
+def _run(problem, w0, tol, solver, max_steps, progress=0):
     state = solver.init(problem, w0)
     best = Best.start(core_of(state))
     nan = jnp.full(max_steps, jnp.nan, problem.dtype)
@@ -55,6 +93,11 @@ def _run(problem, w0, tol, solver, max_steps):
         nan = jnp.asarray(jnp.nan, problem.dtype)
         history = History(*(h.at[t].set(jnp.where(finite, v, nan)) for h, v in
                              zip(history, (core.value, best.gap, best.value), strict=True)))
+        if progress:  # static: without it, nothing of this is compiled
+            jax.lax.cond((t + 1) % progress == 0,
+                         lambda: jax.debug.callback(_Progress.report, t + 1, best.value,
+                                                    best.gap),
+                         lambda: None)
         return new, best, history, done | ~finite, result, t + 1
 
     carry = (state, best, history, done0, result0, jnp.zeros((), jnp.int32))
@@ -65,7 +108,7 @@ def _run(problem, w0, tol, solver, max_steps):
                     num_steps=t, stats=core_of(state).stats, history=history)
 
 
-_run_jit = jax.jit(_run, static_argnames=("solver", "max_steps"))
+_run_jit = jax.jit(_run, static_argnames=("solver", "max_steps", "progress"))
 
 
 @functools.partial(jax.jit, static_argnames=("solver", "max_steps"))
@@ -217,7 +260,20 @@ def _check_common(problem, w0, max_steps, tol):
     return w
 
 
-def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, throw=False):
+def _progress_every(progress) -> int:
+    """0 (no progress) or the number of steps between reports."""
+    if progress is False or progress is None:
+        return 0
+    if progress is True:
+        return 10
+    if isinstance(progress, (int, np.integer)) and not isinstance(progress, bool) and progress >= 1:
+        return int(progress)
+    raise ValueError(f"progress must be True, False or the number of steps between reports "
+                     f"(an int >= 1); got {progress!r}.")
+
+
+def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, throw=False,
+          progress=False):
     """Minimize ``problem`` with ``solver`` (default: `default_solver`, the `Hybrid`).
 
     Args:
@@ -230,6 +286,12 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
         throw: raise RuntimeError if the run ends without `RESULTS.successful` (not
             available under the caller's jit or vmap, where the status is a traced array);
             without it, such a run issues a `ConvergenceWarning`.
+        progress: True (every 10 steps) or k (every k steps): a live line on stderr (step,
+            best objective, certified gap, elapsed seconds) once the run is older than a
+            second, by a host callback from the compiled loop; a final line at the end.
+            Off by default, and then nothing of it is compiled in (a separate program).
+            The seconds count from the call (compilation included; under the
+            caller's jit, from the trace).
 
     Returns:
         A `Solution`; ``sol.result`` is a `RESULTS` member (an int32 array when ``solve``
@@ -245,15 +307,20 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
         >>> w = jax.jit(lambda p: nsjax.solve(p, nsjax.solvers.BMRM()).w)(prob)
     """
     w0 = _check_common(problem, w0, max_steps, tol)
+    every = _progress_every(progress)
     solver = _default_solver(solver, problem)
     tol = jnp.asarray(tol, problem.dtype)
     _check(solver, problem)
     problem = problem.without_classes()  # label values do not change the program
+    _Progress.begin()
     if jit:
-        sol = _run_jit(problem, w0, tol, solver, int(max_steps))
+        sol = _run_jit(problem, w0, tol, solver, int(max_steps), every)
     else:
         with jax.disable_jit():
-            sol = _run(problem, w0, tol, solver, int(max_steps))
+            sol = _run(problem, w0, tol, solver, int(max_steps), every)
+    if every and not is_traced(sol.result):
+        jax.effects_barrier()  # the last reports are printed before the final line
+        _Progress.end(sol)
     if is_traced(sol.result):
         if throw:
             raise ValueError("throw=True needs a concrete result; under jit or vmap inspect "

@@ -107,3 +107,21 @@ def test_contract_errors_are_clear():
 
     with pytest.raises(TypeError, match="lacks subgradient, argsup, line, prox"):
         nsjax.Problem(nsjax.losses.Hinge(), NoProx(), np.eye(2), [1, -1])
+
+
+def test_progress_reports_every_k_steps_and_changes_nothing(capsys, monkeypatch):
+    X, y, lam = random_binary(4, 60, 6)
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y)
+    quiet = nsjax.solve(prob, nsjax.solvers.SubLBFGS(), max_steps=40, tol=1e-12)
+    monkeypatch.setattr(nsjax.loop._Progress, "delay", 0.0)
+    monkeypatch.setattr(nsjax.loop._Progress, "interval", 0.0)
+    loud = nsjax.solve(prob, nsjax.solvers.SubLBFGS(), max_steps=40, tol=1e-12, progress=7)
+    np.testing.assert_array_equal(np.asarray(quiet.w), np.asarray(loud.w))
+    lines = capsys.readouterr().err.split("\r")[1:]
+    steps = [int(line.split()[1]) for line in lines]
+    n = int(loud.num_steps)
+    assert steps == [*range(7, n + 1, 7), n]  # every 7 steps, then the final line
+    assert lines[-1].rstrip().endswith(loud.result.name)
+    for bad in (0, -3, 2.5, "yes"):
+        with pytest.raises(ValueError, match="progress must be"):
+            nsjax.solve(prob, progress=bad)

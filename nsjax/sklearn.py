@@ -1,0 +1,405 @@
+"""scikit-learn estimators on nsjax's solvers: `LinearSVC` and `LogisticRegression`.
+
+They take the parameters a scikit-learn user knows, where they mean the same thing (``C``,
+``l1_ratio``, ``fit_intercept``, ``intercept_scaling``, ``max_iter``, ``warm_start``,
+``multi_class``),
+and nsjax's own: ``lam`` (the strength λ itself, instead of ``C``), ``solver`` (an nsjax
+solver or its name) and ``dtype``. They give ``coef_``, ``intercept_``, ``classes_``,
+``n_iter_``, ``duality_gap_`` (the certified bound on J(w) − min J) and ``history_``.
+
+How the parameters map onto nsjax's problem J(w) = λΩ(w) + (1/n) Σᵢ ℓ(xᵢᵀw + b, yᵢ):
+
+- ``C``: scikit-learn minimizes ½‖w‖² + C Σᵢ ℓᵢ; divided by C n that is λ = 1/(C n). With
+  an L1 share ρ = ``l1_ratio`` (`LogisticRegression`): μ‖w‖₁ + λ/2‖w‖² with μ = ρ/(C n) and
+  λ = (1 − ρ)/(C n), scikit-learn's weighting. ``lam`` overrides ``C`` (it is 1/(C n)).
+- ``tol``: not scikit-learn's (a change in w or a dual step): the run stops when its
+  certified gap is ≤ tol · max(1, |J|), a guarantee on the objective (`nsjax.solve`). The
+  default 1e-4 is within float32's reach (JAX's default precision; float64 needs
+  ``jax.config.update("jax_enable_x64", True)``).
+- ``fit_intercept``: an unregularized intercept b (`nsjax.Problem`'s ``bias``) for one score
+  per example (binary and one-vs-rest problems): the intercept of textbook SVMs and of
+  scikit-learn's ``LogisticRegression``. LIBLINEAR (scikit-learn's ``LinearSVC``) instead
+  appends a constant column and regularizes its weight; so do these estimators where
+  nsjax has no unregularized bias for the problem: the Crammer–Singer loss, and an L1 part
+  (the orthant-wise solvers, whose iterates have exact zeros, take no bias; subLBFGS does,
+  but its solutions have no exact zeros). ``intercept_scaling`` is that column's value.
+- Multiclass: `LinearSVC` solves the Crammer–Singer problem by default (one problem, its
+  own certified gap) or one-vs-rest; `LogisticRegression` is one-vs-rest (nsjax has no
+  multinomial loss), the probabilities normalized as scikit-learn's one-vs-rest does.
+
+Not (yet) supported: ``sample_weight`` and ``class_weight`` (nsjax's losses weigh every
+example the same); a fit that does not reach ``tol`` issues scikit-learn's
+``ConvergenceWarning``.
+
+Example:
+    >>> import nsjax.sklearn, nsjax
+    >>> X, y = nsjax.datasets.breast_cancer()
+    >>> clf = nsjax.sklearn.LinearSVC(C=0.1).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.9), clf.coef_.shape, clf.duality_gap_ <= 1e-4 * 2
+    (True, (1, 30), True)
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import jax
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+import nsjax
+from nsjax import losses, regularizers, solvers
+from nsjax.results import RESULTS
+
+__all__ = ["LinearSVC", "LogisticRegression", "SOLVERS", "solver_from_name"]
+
+#: The names ``solver=`` takes (or pass an `nsjax.solvers` instance): "auto" is
+#: `nsjax.solve`'s default for the problem.
+SOLVERS = {"auto": None, "hybrid": solvers.Hybrid, "sublbfgs": solvers.SubLBFGS,
+           "subbfgs": solvers.SubBFGS, "bmrm": solvers.BMRM, "ls-bmrm": solvers.LineSearchBMRM,
+           "oba": solvers.OBA, "owlqn": solvers.OWLQN, "owlqn*": solvers.OWLQNStar,
+           "agm-ef": solvers.AGMEF, "pragam": solvers.Pragam}
+
+
+def solver_from_name(solver):
+    """An nsjax solver instance for a name in `SOLVERS` (or an instance, as is), or None
+    for "auto" (`nsjax.solve`'s default)."""
+    if isinstance(solver, solvers.Solver):
+        return solver
+    if isinstance(solver, str) and solver.lower() in SOLVERS:
+        cls = SOLVERS[solver.lower()]
+        return None if cls is None else cls()
+    raise ValueError(f"solver must be one of {sorted(SOLVERS)} or an nsjax solver instance "
+                     f"(e.g. nsjax.solvers.BMRM()); got {solver!r}.")
+
+
+def _positive(value, name, example):
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)
+            or not np.isfinite(value) or value <= 0):
+        raise ValueError(f"{name} must be a finite number > 0 (e.g. {example}); got {value!r}.")
+    return float(value)
+
+
+class _LinearClassifier(ClassifierMixin, BaseEstimator):
+    """What both classifiers share: input checks, the problems per class, the solves, the
+    fitted attributes and the predictions. Subclasses give `_loss`, `_regularizer` and
+    `_one_problem_for_all_classes`."""
+
+    def _dtype(self):
+        if self.dtype is not None:
+            dt = np.dtype(self.dtype)
+            if dt not in (np.float32, np.float64):
+                raise ValueError(f"dtype must be float32, float64 or None; got {self.dtype!r}.")
+            if dt == np.float64 and not jax.config.jax_enable_x64:
+                raise ValueError('dtype float64 needs jax.config.update("jax_enable_x64", '
+                                 'True) before any JAX computation; or use dtype=None.')
+            return dt
+        return np.dtype(np.float64 if jax.config.jax_enable_x64 else np.float32)
+
+    def _strength(self, n):
+        """The strength of the problem: ``lam``, else 1 / (C n)."""
+        if self.lam is not None:
+            return _positive(self.lam, "lam", "lam=1e-3")
+        return 1.0 / (_positive(self.C, "C", "C=1.0") * n)
+
+    def _check_params(self):
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        if (isinstance(self.max_iter, (bool, np.bool_))
+                or not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1):
+            raise ValueError(f"max_iter must be an int >= 1; got {self.max_iter!r}.")
+        if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:
+            raise ValueError(f"tol must be a number >= 0 (a relative certified gap, e.g. "
+                             f"1e-4); got {self.tol!r}.")
+        return solver_from_name(self.solver)
+
+    def fit(self, X, y):
+        """Fit on X (n, d), numpy or scipy.sparse, and labels y (n,) of any two or more
+        values. Returns self."""
+        solver = self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
+        check_classification_targets(y)
+        self.classes_, index = np.unique(y, return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in "
+                             f"y; got one class: {self.classes_[0]!r}.")
+        dtype, n = self._dtype(), X.shape[0]
+        lam = self._strength(n)
+        one = self.classes_.size == 2 or self._one_problem_for_all_classes()
+        problems = ([self._problem(X, index, lam, dtype)] if one else
+                    [self._problem(X, (index == k).astype(np.int32), lam, dtype)
+                     for k in range(self.classes_.size)])
+        starts = self._warm_starts(problems)
+        with warnings.catch_warnings():  # re-issued below as scikit-learn's warning
+            warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
+            sols = [nsjax.solve(p, solver, w0=w0, max_steps=int(self.max_iter),
+                                tol=float(self.tol))
+                    for p, w0 in zip(problems, starts, strict=True)]
+        self._set_fitted(problems, sols)
+        bad = [(k, s) for k, s in enumerate(sols) if s.result != RESULTS.successful]
+        if bad:
+            k, s = bad[0]
+            which = "" if len(sols) == 1 else f" (class {self.classes_[k]!r}: one of {len(bad)})"
+            warnings.warn(f"{type(self).__name__} did not reach tol={self.tol:g}{which}: "
+                          f"{s.result.name} after {int(s.num_steps)} steps, certified gap "
+                          f"{float(s.gap):.2e}. {s.result.message} Increase max_iter, or "
+                          "loosen tol.", ConvergenceWarning, stacklevel=2)
+        return self
+
+    def _one_problem_for_all_classes(self):
+        return False
+
+    def _intercept_column(self):
+        """The constant column's value where the intercept is a regularized weight (the
+        Crammer–Singer loss), else None (an unregularized bias, or none)."""
+        return None
+
+    def _problem(self, X, labels, lam, dtype):
+        """The nsjax problem for labels 0..K−1 (binary: 0/1)."""
+        K = int(labels.max()) + 1
+        scaling = self._intercept_column() if self.fit_intercept else None
+        if scaling is not None:
+            column = np.full((X.shape[0], 1), scaling, X.dtype)
+            X = sp.hstack([X, column], format="csr") if sp.issparse(X) else np.hstack([X, column])
+        bias = self.fit_intercept and scaling is None
+        return nsjax.Problem(self._loss(K), self._regularizer(lam), X, labels,
+                             classes=tuple(range(K)), dtype=dtype, bias=bias)
+
+    def _warm_starts(self, problems):
+        """The previous fit's weights in each problem's layout (``warm_start``), or None."""
+        if not (self.warm_start and hasattr(self, "coef_")):
+            return [None] * len(problems)
+        w = self._weights()
+        if len(w) != len(problems) or any(np.shape(a) != p.w_shape
+                                          for a, p in zip(w, problems, strict=True)):
+            return [None] * len(problems)  # another shape: a cold start
+        return w
+
+    def _intercept_unit(self):
+        """What the last weight is multiplied by to give the intercept: the constant
+        column's value, or 1 (an unregularized bias)."""
+        scaling = self._intercept_column()
+        return 1.0 if scaling is None else scaling
+
+    def _weights(self):
+        """coef_ and intercept_ back in the problems' layout (one array per problem)."""
+        coef, b = self.coef_, self.intercept_
+        rows = [coef.T] if coef.shape[0] > 1 and self._one_problem_for_all_classes() else (
+            list(coef))  # one (d, K) problem, or one (d,) problem per row
+        if not self.fit_intercept:
+            return rows
+        unit = self._intercept_unit()
+        if len(rows) == 1 and rows[0].ndim == 2:
+            return [np.vstack([rows[0], (b / unit)[None, :]])]
+        return [np.append(c, bk / unit) for c, bk in zip(rows, b, strict=True)]
+
+    def _set_fitted(self, problems, sols):
+        w = [np.asarray(s.w, np.float64) for s in sols]
+        unit = self._intercept_unit() if self.fit_intercept else 0.0
+        if len(w) == 1 and w[0].ndim == 2:  # one (d [+ 1], K) problem: Crammer–Singer
+            W = w[0]
+            self.coef_ = (W[:-1] if self.fit_intercept else W).T
+            self.intercept_ = W[-1] * unit if self.fit_intercept else np.zeros(W.shape[1])
+        else:
+            self.coef_ = np.stack([x[:-1] if self.fit_intercept else x for x in w])
+            self.intercept_ = np.array([x[-1] * unit if self.fit_intercept else 0.0
+                                        for x in w])
+        self.n_iter_ = np.array([int(s.num_steps) for s in sols])
+        self.duality_gap_ = np.array([float(s.gap) for s in sols])
+        self.objective_ = np.array([float(s.value) for s in sols])
+        self.history_ = [{name: np.asarray(getattr(s.history, name))[:int(s.num_steps)]
+                          for name in s.history._fields} for s in sols]
+        if len(sols) == 1:
+            self.duality_gap_, self.objective_ = float(self.duality_gap_[0]), float(
+                self.objective_[0])
+            self.history_ = self.history_[0]
+
+    def decision_function(self, X):
+        """Scores X coef_ᵀ + intercept_: shape (n,) for two classes (positive: classes_[1]),
+        else (n, K)."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, accept_sparse="csr", reset=False,
+                          dtype=[np.float64, np.float32])
+        scores = np.asarray(X @ self.coef_.T) + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """The class of each row: classes_[1] where the score is > 0 (two classes), else
+        the class of the largest score."""
+        scores = self.decision_function(X)
+        index = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
+        return self.classes_[index]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class LinearSVC(_LinearClassifier):
+    """A linear SVM with the hinge loss, trained to a certified gap by nsjax.
+
+    Minimizes λ/2 ‖w‖² + (1/n) Σᵢ max(0, 1 − yᵢ(xᵢᵀw + b)) (binary), or the Crammer–Singer
+    multiclass hinge (paper 000, eq. 35), with λ = 1/(C n): the objective of scikit-learn's
+    ``LinearSVC(loss="hinge")`` (its default loss is the squared hinge, which nsjax has not).
+
+    Args:
+        C: inverse regularization strength, as in scikit-learn (λ = 1/(C n)).
+        lam: λ itself; overrides ``C``.
+        multi_class: "crammer_singer" (one problem over all classes, the default) or "ovr"
+            (one binary problem per class).
+        fit_intercept: fit an intercept (unregularized for two classes and "ovr"; with
+            "crammer_singer" a regularized weight on a constant column of value
+            ``intercept_scaling``, as LIBLINEAR does for every problem).
+        intercept_scaling: that column's value.
+        tol: stop at a certified gap ≤ tol · max(1, |J|).
+        max_iter: the most solver steps per problem.
+        warm_start: start from the previous fit's coefficients (same shapes).
+        solver: "auto" (`nsjax.solve`'s default: the Hybrid), a name in `SOLVERS`, or an
+            `nsjax.solvers` instance.
+        dtype: float32 or float64; default float64 where JAX has x64 enabled, else float32.
+
+    Attributes:
+        coef_: (1, d) for two classes, else (K, d). intercept_: (1,) or (K,).
+        classes_: the sorted class values.
+        n_iter_: solver steps taken (the largest over one-vs-rest problems).
+        duality_gap_: the certified bound on J(w) − min J (an array for "ovr").
+        objective_: J at the solution. history_: per step J, its best and the gap.
+
+    Example:
+        >>> import nsjax, nsjax.sklearn
+        >>> X, y = nsjax.datasets.iris()
+        >>> clf = nsjax.sklearn.LinearSVC(C=1.0).fit(X, y)
+        >>> clf.coef_.shape, bool(clf.score(X, y) > 0.95)
+        ((3, 4), True)
+    """
+
+    def __init__(self, C=1.0, *, lam=None, multi_class="crammer_singer", fit_intercept=True,
+                 intercept_scaling=1.0, tol=1e-4, max_iter=1000, warm_start=False,
+                 solver="auto", dtype=None):
+        self.C = C
+        self.lam = lam
+        self.multi_class = multi_class
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.solver = solver
+        self.dtype = dtype
+
+    def _check_params(self):
+        if self.multi_class not in ("crammer_singer", "ovr"):
+            raise ValueError(f"multi_class must be 'crammer_singer' or 'ovr'; got "
+                             f"{self.multi_class!r}.")
+        return super()._check_params()
+
+    def _one_problem_for_all_classes(self):
+        return self.multi_class == "crammer_singer"
+
+    def _loss(self, K):
+        return losses.Hinge() if K == 2 else losses.MulticlassHinge()
+
+    def _regularizer(self, lam):
+        return regularizers.L2(lam)
+
+    def _intercept_column(self):
+        if self.classes_.size > 2 and self._one_problem_for_all_classes():
+            return _positive(self.intercept_scaling, "intercept_scaling", "1.0")
+        return None
+
+    def _set_fitted(self, problems, sols):
+        super()._set_fitted(problems, sols)
+        self.n_iter_ = int(np.max(self.n_iter_))
+
+
+class LogisticRegression(_LinearClassifier):
+    """Logistic regression with an L2, L1 or elastic-net penalty, trained to a certified gap.
+
+    Minimizes λΩ(w) + (1/n) Σᵢ log(1 + exp(−yᵢ(xᵢᵀw + b))) with scikit-learn's scaling of
+    ``C`` and its penalty choice by ``l1_ratio`` (scikit-learn ≥ 1.8, where ``penalty`` is
+    deprecated): ρ = 0 is L2, ρ = 1 is L1, between the elastic net, and ``C=np.inf`` no
+    penalty (the optimum may not exist on separable data). Several classes are one-vs-rest.
+
+    Args:
+        C: inverse regularization strength, as in scikit-learn.
+        l1_ratio: ρ in [0, 1], the L1 share of the penalty.
+        lam: the strength 1/(C n) itself (before ρ splits it); overrides ``C``.
+        fit_intercept: fit an intercept: unregularized for ρ = 0; with an L1 part a weight
+            on a constant column of value ``intercept_scaling``, regularized as LIBLINEAR
+            does (so that OBA, whose iterates have exact zeros, solves it).
+        intercept_scaling: that column's value.
+        tol, max_iter, warm_start, solver, dtype: as for `LinearSVC` (the default solver is
+            `nsjax.solve`'s for the problem: OBA with an L1 part).
+
+    Attributes:
+        coef_, intercept_, classes_, duality_gap_, objective_, history_: as for `LinearSVC`.
+        n_iter_: an array, one entry per problem (as scikit-learn's).
+
+    Example:
+        >>> import nsjax, nsjax.sklearn
+        >>> X, y = nsjax.datasets.breast_cancer()
+        >>> clf = nsjax.sklearn.LogisticRegression(C=0.01, l1_ratio=1.0).fit(X, y)
+        >>> int((clf.coef_ != 0).sum()) < 30, clf.predict_proba(X[:2]).shape
+        (True, (2, 2))
+    """
+
+    def __init__(self, C=1.0, *, l1_ratio=0.0, lam=None, fit_intercept=True,
+                 intercept_scaling=1.0, tol=1e-4, max_iter=1000, warm_start=False,
+                 solver="auto", dtype=None):
+        self.C = C
+        self.l1_ratio = l1_ratio
+        self.lam = lam
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.solver = solver
+        self.dtype = dtype
+
+    def _check_params(self):
+        rho = self.l1_ratio
+        if (isinstance(rho, (bool, np.bool_)) or not isinstance(rho, numbers.Real)
+                or not 0 <= rho <= 1):
+            raise ValueError(f"l1_ratio must be in [0, 1] (0: L2, 1: L1); got {rho!r}.")
+        return super()._check_params()
+
+    def _loss(self, K):
+        return losses.Logistic()
+
+    def _intercept_column(self):
+        if self.l1_ratio > 0:
+            return _positive(self.intercept_scaling, "intercept_scaling", "1.0")
+        return None
+
+    def _strength(self, n):
+        if self.lam is None and self.C == np.inf:
+            return 0.0  # no penalty
+        return super()._strength(n)
+
+    def _regularizer(self, lam):
+        rho = float(self.l1_ratio)
+        if rho == 0:
+            return regularizers.L2(lam)
+        if rho == 1:
+            return regularizers.L1(lam)
+        return regularizers.ElasticNet(mu=rho * lam, lam=(1 - rho) * lam)
+
+    def predict_proba(self, X):
+        """Class probabilities, columns in the order of classes_: σ(score) for two
+        classes; one-vs-rest σ(scores) normalized to sum to 1 otherwise."""
+        p = expit(self.decision_function(X))
+        if p.ndim == 1:
+            return np.column_stack([1.0 - p, p])
+        return p / p.sum(axis=1, keepdims=True)
+
+    def predict_log_proba(self, X):
+        """The log of `predict_proba`."""
+        return np.log(self.predict_proba(X))
