@@ -77,7 +77,9 @@ class BMRM(Solver):
             iterate towards the model's minimizer, cut taken just past the line's optimum;
             needs a loss that gives its lines).
         qp_iterations: accelerated projected-gradient iterations of the inner QP per step,
-            followed by an exact polish on the support (`simplex_qp.py`).
+            followed by an exact polish on the support (`simplex_qp.py`). They only guess
+            the support for the polish: 50 gave the same steps and optima as 300 on issue
+            9's problems, in 1/2.7 of the time (qp-BMRM) and 1/2 (the Hybrid).
 
     Stops on the certified gap ε_t ≤ tol · max(1, |J|). Its iterates are not monotone in
     J; `solve` returns the best (``sol.history.best`` is the best-so-far curve).
@@ -93,7 +95,7 @@ class BMRM(Solver):
 
     capacity: int = 128
     line_search: str = "none"
-    qp_iterations: int = 300
+    qp_iterations: int = 50
 
     #: With a bias, the model is of R̃(w) = min_b R(Xw + b) (`nsjax.solvers.bias`).
     supports_bias: ClassVar[bool] = True
