@@ -49,6 +49,7 @@ LOOSE = 0.1  # the tolerance of test_one_compile_per_shape's runs
 EAGER_COVERED_BY = {"SubLBFGS-m64-unscaled": "SubLBFGS",
                     "AGMEF-primal-optimized": "AGMEF-primal",
                     "Hybrid": "SubLBFGS, BMRM",
+                    "BMRM-exact": "BMRM, SubLBFGS (the exact line search)",
                     "Pragam-chain": "Pragam"}
 #: Rows that only set numbers of another row (a memory size and a flag of SubLBFGS): the
 #: same program up to constants, so test_one_compile_per_shape runs on that row only.
