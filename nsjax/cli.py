@@ -197,8 +197,9 @@ def bench(args) -> int:
             ("digits", *nsjax.datasets.digits(), "multiclass"),
             ("sparse 20000x2000", *nsjax.datasets.synthetic_sparse(20000, 2000, 0.01, seed=0),
              "hinge")]
+    warnings.simplefilter("ignore", nsjax.ConvergenceWarning)  # statuses are in the table
     print(f"L2-regularized hinge, lambda = {args.lam:g}; nsjax's default solve to a certified "
-          f"tol = 1e-3; LIBLINEAR (dual coordinate descent) at its default tol; device "
+          f"gap of 1e-3 J*; LIBLINEAR (dual coordinate descent) at its default tol; device "
           f"{jax.devices()[0].platform}")
     head = (f"{'data':<19}{'n x d':>12}{'nsjax s':>9}{'compile s':>10}{'cert. gap':>11}"
             f"{'LIBLINEAR s':>12}{'its subopt.':>12}{'ratio':>7}")
@@ -206,14 +207,18 @@ def bench(args) -> int:
     print("-" * len(head))
     for name, X, y, loss in sets:
         prob = nsjax.Problem(_loss(loss), nsjax.regularizers.L2(args.lam), X, y)
+        # J* first (a long run; its own certified gap is printed): the timed runs stop at
+        # a certified gap of 1e-3 J* (tol is relative to max(1, |J|)).
+        tight = nsjax.solve(prob, max_steps=20000, tol=1e-9)
+        J_star = float(tight.value)
+        tol = 1e-3 * J_star / max(1.0, J_star)
         t0 = time.perf_counter()
-        nsjax.solve(prob, max_steps=5000, tol=1e-3).w.block_until_ready()
+        nsjax.solve(prob, max_steps=5000, tol=tol).w.block_until_ready()
         first = time.perf_counter() - t0
         t0 = time.perf_counter()
-        sol = nsjax.solve(prob, max_steps=5000, tol=1e-3)
+        sol = nsjax.solve(prob, max_steps=5000, tol=tol)
         sol.w.block_until_ready()
         ours = time.perf_counter() - t0
-        J_star = float(nsjax.solve(prob, max_steps=20000, tol=1e-9).value)
         svc = LinearSVC(loss="hinge", C=1.0 / (args.lam * X.shape[0]), fit_intercept=False,
                         multi_class="crammer_singer" if loss == "multiclass" else "ovr",
                         max_iter=100_000)
@@ -223,7 +228,7 @@ def bench(args) -> int:
             svc.fit(X, y)
             theirs = time.perf_counter() - t0
         W = np.asarray(svc.coef_.T if loss == "multiclass" else svc.coef_.ravel())
-        subopt = (float(prob.objective(W)) - J_star) / J_star
+        subopt = (float(prob.objective(W)) - J_star) / J_star  # J* within its gap
         print(f"{name:<19}{f'{X.shape[0]}x{X.shape[1]}':>12}{ours:>9.3f}{first - ours:>10.2f}"
               f"{float(sol.gap) / J_star:>11.1e}{theirs:>12.3f}{subopt:>12.1e}"
               f"{ours / theirs:>7.2f}")

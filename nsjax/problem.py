@@ -234,7 +234,8 @@ class Problem:
         return self.reg.value(w) + self.loss.risk(S, self.y)
 
     def objective(self, w):
-        """J(w) (computes the scores)."""
+        """J(w) (computes the scores); w may be any array (numpy included)."""
+        w = jnp.asarray(w, self.dtype)
         return self.value(w)
 
     def subgradient(self, w, S):

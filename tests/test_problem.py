@@ -74,6 +74,15 @@ def test_problems_that_differ_in_a_part_have_different_structures():
     assert same == structures[0]  # label values and λ do not change the program
 
 
+def test_objective_takes_numpy_weights_on_sparse_data():
+    X, y, _ = random_binary(1, 30, 6, sparse=True, nnz=60)
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.1), X, y)
+    w = np.random.default_rng(0).normal(size=6)
+    yy = np.where(y == prob.classes[1], 1.0, -1.0)
+    assert float(prob.objective(w)) == pytest.approx(hinge_objective(w, X.toarray(), yy, 0.1),
+                                                     rel=1e-12)
+
+
 def test_value_and_subgradient_inequality():
     X, y, lam = random_binary(1, 30, 6)
     prob = nsjax.Problem(HINGE, L2(lam), X, y)
