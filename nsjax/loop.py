@@ -51,19 +51,20 @@ class _Progress:
         if elapsed < cls.delay or now - cls.last < cls.interval:
             return
         cls.last, cls.shown = now, True
-        cls.stream.write(f"\rstep {int(step):>7}   objective {float(value):.10g}   "
-                         f"certified gap {float(gap):.3e}   {elapsed:7.1f} s ")
-        cls.stream.flush()
+        cls._write(step, value, gap, elapsed, " ")
 
     @classmethod
     def end(cls, sol):
         """The final line (only where progress was shown)."""
         if cls.shown:
-            cls.stream.write(
-                f"\rstep {int(sol.num_steps):>7}   objective {float(sol.value):.10g}   "
-                f"certified gap {float(sol.gap):.3e}   "
-                f"{time.perf_counter() - cls.start:7.1f} s   {RESULTS(int(sol.result)).name}\n")
-            cls.stream.flush()
+            cls._write(sol.num_steps, sol.value, sol.gap, time.perf_counter() - cls.start,
+                       f"   {RESULTS(int(sol.result)).name}\n")
+
+    @classmethod
+    def _write(cls, step, value, gap, elapsed, tail):
+        cls.stream.write(f"\rstep {int(step):>7}   objective {float(value):.10g}   "
+                         f"certified gap {float(gap):.3e}   {elapsed:7.1f} s{tail}")
+        cls.stream.flush()
 
 
 def _run(problem, w0, tol, solver, max_steps, progress=0):
