@@ -6,7 +6,7 @@
     sols = nsjax.sweep(prob, [1e-2, 1e-3, 1e-4])
 """
 
-from nsjax import chains, datasets, losses, projections, regularizers, solvers
+from nsjax import chains, datasets, implicit, losses, projections, regularizers, solvers
 from nsjax.data import DesignMatrix
 from nsjax.loop import solve, solve_batch, sweep
 from nsjax.problem import Problem
@@ -14,7 +14,7 @@ from nsjax.results import RESULTS, ConvergenceWarning, History, Solution
 
 __all__ = [
     "RESULTS", "ConvergenceWarning", "DesignMatrix", "History", "Problem", "Solution",
-    "chains", "datasets", "losses", "projections", "regularizers", "solve", "solve_batch",
-    "solvers", "sweep",
+    "chains", "datasets", "implicit", "losses", "projections", "regularizers", "solve",
+    "solve_batch", "solvers", "sweep",
 ]
 __version__ = "0.1.0"

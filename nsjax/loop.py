@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nsjax.implicit import implicit_solution
 from nsjax.problem import Problem, is_traced
 from nsjax.results import RESULTS, ConvergenceWarning, History, Solution
 from nsjax.solvers.base import Best, Solver, core_of
@@ -296,7 +297,10 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
 
     Returns:
         A `Solution`; ``sol.result`` is a `RESULTS` member (an int32 array when ``solve``
-        is called under the caller's jit or vmap).
+        is called under the caller's jit or vmap). ``sol.w`` is differentiable in reverse
+        mode (`jax.grad`, `jax.vjp`) with respect to the problem's arrays, by implicit
+        differentiation of the optimality conditions (`nsjax.implicit`: smooth losses, and
+        the binary hinge with L2); the other fields are not differentiated.
 
     Example:
         >>> import jax, nsjax
@@ -314,11 +318,16 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
     _check(solver, problem)
     problem = problem.without_classes()  # label values do not change the program
     _Progress.begin()
+    # The iterations are not differentiated (reverse mode cannot go through while_loop):
+    # w's derivative comes from the optimality conditions (nsjax.implicit).
+    run_on, w0, tol = jax.lax.stop_gradient((problem, w0, tol))
     if jit:
-        sol = _run_jit(problem, w0, tol, solver, int(max_steps), every)
+        sol = _run_jit(run_on, w0, tol, solver, int(max_steps), every)
     else:
         with jax.disable_jit():
-            sol = _run(problem, w0, tol, solver, int(max_steps), every)
+            sol = _run(run_on, w0, tol, solver, int(max_steps), every)
+    if any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves(problem)):
+        sol = sol._replace(w=implicit_solution(problem, sol.w))
     if every and not is_traced(sol.result):
         jax.effects_barrier()  # the last reports are printed before the final line
         _Progress.end(sol)

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from jax.experimental import sparse as jsparse
 
 from nsjax.data import DesignMatrix
-from nsjax.losses.labels import is_traced
+from nsjax.losses.labels import BinaryLabels, MulticlassLabels, MultilabelLabels, is_traced
 from nsjax.regularizers import L2, REQUIRED, Unpenalized
 
 #: What `Problem` needs of a loss (see `nsjax.losses.base`).
@@ -108,7 +108,8 @@ class Problem:
         self.X = DesignMatrix.from_any(X, dtype)
         _check_X_values(self.X)  # as held: after the cast and the summing of duplicates
         n, dt = self.X.shape[0], self.X.dtype
-        if y is not None and classes is None and is_traced(y):
+        labels = isinstance(loss, (BinaryLabels, MulticlassLabels, MultilabelLabels))
+        if y is not None and classes is None and is_traced(y) and labels:
             raise ValueError("y is traced (inside jit or vmap): pass it already encoded, "
                              "with classes=... (see nsjax.Problem).")
         self.y, self.classes = loss.encode_labels(y, n, dt, classes)
