@@ -4,14 +4,14 @@ Everything here is plain numpy / scipy / scikit-learn: the loaders return ``nump
 features and labels, or a ``scipy.sparse.csr_matrix`` for the sparse sets, so they can be
 converted to JAX arrays (or kept sparse) by the caller.
 
-* :func:`breast_cancer`: scikit-learn's Wisconsin breast cancer set, standardized.
-* :func:`digits_binary` / :func:`digits`: scikit-learn's 8x8 digits, scaled to ``[0, 1]``.
-* :func:`load_svmlight`: read a LIBSVM / svmlight file (e.g. rcv1, news20) from disk.
-* :func:`synthetic_sparse`: a seeded sparse binary classification problem of any size and
+* `breast_cancer`: scikit-learn's Wisconsin breast cancer set, standardized.
+* `digits_binary` / `digits`: scikit-learn's 8x8 digits, scaled to ``[0, 1]``.
+* `load_svmlight`: read a LIBSVM / svmlight file (e.g. rcv1, news20) from disk.
+* `synthetic_sparse`: a seeded sparse binary classification problem of any size and
   density, with power-law feature frequencies, for benchmarks.
-* :func:`oba_synthetic`: the "Synthetic" L1-logistic problem of paper 002 (OBA), Appendix B,
-  with :func:`diagonal_dominance` / :func:`logistic_hessian_dominance` (its eq. (16) and
-  Table 3) and :func:`relative_function_error` (its eq. (15)).
+* `oba_synthetic`: the "Synthetic" L1-logistic problem of paper 002 (OBA), Appendix B,
+  with `diagonal_dominance` / `logistic_hessian_dominance` (its eq. (16) and
+  Table 3) and `relative_function_error` (its eq. (15)).
 """
 
 from __future__ import annotations

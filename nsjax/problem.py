@@ -372,7 +372,7 @@ class Problem:
     def dual_value(self, u, *, S=None, Xtu=None):
         """A lower bound on min J from a score-space dual point u.
 
-        Fenchel duality: D(u) = −R*(u) − (λΩ)*(−Xᵀu) ≤ J* for every u. Where the loss has
+        Fenchel duality: ``D(u) = −R*(u) − (λΩ)*(−Xᵀu) ≤ J*`` for every u. Where the loss has
         a conjugate and the regularizer an L1 part, u is scaled by the largest s ≤ 1 with
         ‖s Xᵀu‖∞ ≤ μ (`Regularizer.feasible_scale`, ``dual_points``). Where the loss
         gives no conjugate, u must lie in ∂R(S) (as every aggregated subgradient of
