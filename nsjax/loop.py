@@ -320,13 +320,16 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
     _Progress.begin()
     # The iterations are not differentiated (reverse mode cannot go through while_loop):
     # w's derivative comes from the optimality conditions (nsjax.implicit).
-    run_on, w0, tol = jax.lax.stop_gradient((problem, w0, tol))
+    traced = any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves((problem, w0, tol)))
+    run_on = problem
+    if traced:
+        run_on, w0, tol = jax.lax.stop_gradient((problem, w0, tol))
     if jit:
         sol = _run_jit(run_on, w0, tol, solver, int(max_steps), every)
     else:
         with jax.disable_jit():
             sol = _run(run_on, w0, tol, solver, int(max_steps), every)
-    if any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves(problem)):
+    if traced:
         sol = sol._replace(w=implicit_solution(problem, sol.w))
     if every and not is_traced(sol.result):
         jax.effects_barrier()  # the last reports are printed before the final line

@@ -69,8 +69,8 @@ SOLVERS = {"auto": None, "hybrid": solvers.Hybrid, "sublbfgs": solvers.SubLBFGS,
 
 def solver_from_name(solver):
     """An nsjax solver instance for a name in `SOLVERS` (or an instance, as is), or None
-    for "auto" (`nsjax.solve`'s default)."""
-    if isinstance(solver, solvers.Solver):
+    for "auto" or None (`nsjax.solve`'s default)."""
+    if solver is None or isinstance(solver, solvers.Solver):
         return solver
     if isinstance(solver, str) and solver.lower() in SOLVERS:
         cls = SOLVERS[solver.lower()]

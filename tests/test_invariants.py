@@ -37,10 +37,10 @@ KINDS = {"hinge": (nsjax.losses.Hinge, nsjax.regularizers.L2, 0.1),
 REG_NAMES = {nsjax.regularizers.L2: "l2", nsjax.regularizers.L1: "l1",
              nsjax.regularizers.Entropy: "entropy", KINDS["squared-ball"][1]: "ball"}
 ENTRIES = [pytest.param(e, id=e.name) for e in REGISTRY]
-# test_sweep_equals_solve and test_one_compile_per_shape run on these: one compiled solve
-# and one compiled sweep (of three strengths) per registry entry serve both.
+# test_sweep_equals_solve_and_one_compile_per_shape runs on these: one compiled solve and
+# one compiled sweep (of three strengths) per registry entry.
 SWEEP_SHAPE, SWEEP_STEPS = dict(n=50, d=6), 400
-LOOSE = 0.1  # the tolerance of test_one_compile_per_shape's runs
+LOOSE = 0.1  # the tolerance of the one-compile-per-shape runs
 #: Registry rows whose eager run test_jit_equals_no_jit skips, and the rows with their
 #: paths: a memory size and scaling flag; per-example smoothing weights; the two phases
 #: (the Hybrid's first two steps are subLBFGS's); Alg. 1 on another adjoint (the chain
@@ -52,7 +52,7 @@ EAGER_COVERED_BY = {"SubLBFGS-m64-unscaled": "SubLBFGS",
                     "BMRM-exact": "BMRM, SubLBFGS (the exact line search)",
                     "Pragam-chain": "Pragam"}
 #: Rows that only set numbers of another row (a memory size and a flag of SubLBFGS): the
-#: same program up to constants, so test_one_compile_per_shape runs on that row only.
+#: same program up to constants, so the compile count is checked on that row only.
 OPTION_VARIANTS = ("SubLBFGS-m64-unscaled",)
 #: Two seeds per row and problem kind; one for the slow rows (fast=False: thousands of
 #: O(1/k²) steps each, the suite's time budget).
@@ -126,42 +126,6 @@ def test_state_is_stable_across_a_step(entry, dtype):
                for leaf in jax.tree_util.tree_leaves(state))
 
 
-@pytest.mark.parametrize("entry", [e for e in ENTRIES if e.id not in OPTION_VARIANTS])
-def test_one_compile_per_shape(entry):
-    # The shapes, loss and max_steps of test_sweep_equals_solve, whose programs this shares:
-    # the first solve compiles at most one program (none if that test ran first in this
-    # process), and the others, on other data, must compile nothing. (tol is traced: a loose
-    # one ends the runs early without changing the programs.)
-    loss = entry.losses[-1]
-    before = _run_jit._cache_size()
-    nsjax.solve(_problem(loss, **SWEEP_SHAPE), entry.solver, max_steps=SWEEP_STEPS, tol=LOOSE)
-    first = _run_jit._cache_size()
-    assert first <= before + 1
-    for seed, lam in [(1, 0.3), (2, 1.0)]:
-        nsjax.solve(_problem(loss, seed, lam=lam, **SWEEP_SHAPE), entry.solver,
-                    max_steps=SWEEP_STEPS, tol=LOOSE)
-    # Other label values and a strength set by with_lam (a Python float) compile nothing.
-    prob = _problem(loss, 3, **SWEEP_SHAPE)
-    others = [prob.with_lam(0.2)]
-    if prob.y is not None:  # binary: booleans; multiclass: the indices shifted
-        y = np.asarray(prob.y)
-        relabelled = nsjax.Problem(prob.loss, prob.reg, prob.X,
-                                   y > 0 if prob.num_outputs is None else y + 10)
-        assert relabelled.classes != prob.classes
-        others.append(relabelled)
-    for p in others:
-        nsjax.solve(p, entry.solver, max_steps=SWEEP_STEPS, tol=LOOSE)
-    assert _run_jit._cache_size() == first
-    before = _sweep_jit._cache_size()
-    nsjax.sweep(_problem(loss, 4, **SWEEP_SHAPE), [0.1, 0.5, 0.3], entry.solver,
-                max_steps=SWEEP_STEPS, tol=LOOSE)
-    first = _sweep_jit._cache_size()
-    assert first <= before + 1
-    nsjax.sweep(_problem(loss, 5, **SWEEP_SHAPE), [0.2, 1.0, 0.05], entry.solver,
-                max_steps=SWEEP_STEPS, tol=LOOSE)
-    assert _sweep_jit._cache_size() == first
-
-
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_float32_runs_and_keeps_dtypes(entry):
     loss = entry.losses[0]
@@ -176,12 +140,13 @@ def test_float32_runs_and_keeps_dtypes(entry):
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
-def test_sweep_equals_solve(entry):
+def test_sweep_equals_solve_and_one_compile_per_shape(entry):
     # The smooth loss where the solver takes it: batched and single products round
     # differently, and on a kinked loss that can send runs down different paths.
     prob = _problem(entry.losses[-1], **SWEEP_SHAPE)
     lams = [0.05, 0.2, 1.0]
     lams = [lam * float(prob.lam) / 0.1 for lam in lams]  # in the kind's units
+    solves, sweeps = _run_jit._cache_size(), _sweep_jit._cache_size()
     sols = nsjax.sweep(prob, lams, entry.solver, max_steps=SWEEP_STEPS, tol=1e-9)
     assert sols.w.shape == (3, *prob.w_shape)
     for i, lam in enumerate(lams):
@@ -197,6 +162,32 @@ def test_sweep_equals_solve(entry):
         if one.result == RESULTS.successful:
             scale = max(1.0, abs(float(one.value)))
             assert abs(float(sols.value[i]) - float(one.value)) <= 1e-8 * scale
+    if entry.name in OPTION_VARIANTS:
+        return
+    # One compile per shape (in the same test, so that these runs share the programs
+    # above): at most one new solve and one new sweep program so far (none where another
+    # test of this process compiled them), and nothing more for other data, strengths,
+    # label values, or a strength set by with_lam (a Python float). (tol is traced: a
+    # loose one ends the runs early without changing the programs.)
+    assert _run_jit._cache_size() <= solves + 1 and _sweep_jit._cache_size() <= sweeps + 1
+    solves, sweeps = _run_jit._cache_size(), _sweep_jit._cache_size()
+    loss = entry.losses[-1]
+    for seed, lam in [(1, 0.3), (2, 1.0)]:
+        nsjax.solve(_problem(loss, seed, lam=lam, **SWEEP_SHAPE), entry.solver,
+                    max_steps=SWEEP_STEPS, tol=LOOSE)
+    other = _problem(loss, 3, **SWEEP_SHAPE)
+    others = [other.with_lam(0.2)]
+    if other.y is not None:  # binary: booleans; multiclass: the indices shifted
+        y = np.asarray(other.y)
+        relabelled = nsjax.Problem(other.loss, other.reg, other.X,
+                                   y > 0 if other.num_outputs is None else y + 10)
+        assert relabelled.classes != other.classes
+        others.append(relabelled)
+    for p in others:
+        nsjax.solve(p, entry.solver, max_steps=SWEEP_STEPS, tol=LOOSE)
+    nsjax.sweep(_problem(loss, 5, **SWEEP_SHAPE), [0.2, 1.0, 0.05], entry.solver,
+                max_steps=SWEEP_STEPS, tol=LOOSE)
+    assert (_run_jit._cache_size(), _sweep_jit._cache_size()) == (solves, sweeps)
 
 
 @pytest.mark.parametrize(("entry", "loss", "seed"), OPTIMUM_CASES)

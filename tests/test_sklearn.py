@@ -137,6 +137,8 @@ def test_solver_by_name_or_instance_and_float32():
     by_name = LinearSVC(solver="bmrm", tol=1e-9).fit(X, y)
     by_instance = LinearSVC(solver=nsjax.solvers.BMRM(), tol=1e-9).fit(X, y)
     np.testing.assert_allclose(by_name.coef_, by_instance.coef_, rtol=1e-6, atol=1e-9)
+    # None means what it means for nsjax.solve: the default, as "auto" does.
+    assert nsjax.sklearn.solver_from_name(None) is nsjax.sklearn.solver_from_name("auto") is None
     single = LinearSVC(dtype="float32", tol=1e-4, solver="bmrm").fit(X, y)
     assert single.history_["gap"].dtype == np.float32
     assert np.mean(single.predict(X) == by_name.predict(X)) >= 0.99
