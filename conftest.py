@@ -6,15 +6,38 @@ Linux allows 65,530 per process (vm.max_map_count): one pytest process that comp
 the suite's programs would abort inside the compiler. So the compiled programs are dropped
 (`jax.clear_caches`) between tests once the process holds more than 55,000 mappings; a
 single test compiles a handful of programs (at most ~1,800 mappings seen), far fewer than
-the 10,500 mappings left. (Each drop costs the next tests their recompiles.)
+the 10,500 mappings left. (A drop costs the next tests only a load from the cache below.)
+
+The suite is compile-bound: most of its time is XLA compiling hundreds of programs, several
+of them in both pytest-xdist workers. A persistent compilation cache, fresh for each run,
+lets each program be compiled once per run.
 """
 
+import os
+import tempfile
 from pathlib import Path
 
-import jax
-import pytest
+
+def _share_compiled_programs():
+    """One persistent compilation cache for this pytest run, shared by its xdist workers:
+    a program one worker compiled is loaded, not compiled again, by the other (and by a
+    worker after `jax.clear_caches`, below). The directory is made fresh for each run by
+    the first process (the controller; the workers inherit the variable), so a run never
+    reads programs of another version of the code."""
+    if "NSJAX_TEST_CACHE_DIR" not in os.environ:
+        os.environ["NSJAX_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="nsjax-test-xla-")
+    return os.environ["NSJAX_TEST_CACHE_DIR"]
+
+
+CACHE_DIR = _share_compiled_programs()
+
+import jax  # noqa: E402
+import pytest  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_compilation_cache_dir", CACHE_DIR)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 MAX_MAPPINGS = 55_000
 

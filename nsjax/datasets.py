@@ -451,6 +451,16 @@ def _planted_classes(X, n_classes, noise, rng) -> np.ndarray:
     return y.astype(np.int64)
 
 
+def diabetes() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's diabetes set (442 x 10, real targets: a disease progression score
+    from 25 to 346), features standardized; a regression set (`nsjax.losses.Squared`)."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return X, np.asarray(y, dtype=np.float64)
+
+
 def iris() -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's iris set (150 x 4, 3 classes), features standardized."""
     from sklearn.datasets import load_iris

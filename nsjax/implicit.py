@@ -100,6 +100,9 @@ def _transposed_solution(problem, w, v):
     from nsjax.losses import Hinge
 
     if type(problem.loss) is Hinge and isinstance(reg, L2):
+        if problem.weighted:
+            raise NotImplementedError("the derivative of a hinge solution with sample weights "
+                                      "is not implemented (smooth losses take them).")
         return _hinge_conditions(problem, w, v)
     raise NotImplementedError(
         f"the derivative of a solution is implemented for smooth losses with L2, L1 or "

@@ -146,19 +146,25 @@ def _solvers_where(has):
     """The names of the nsjax solvers whose class satisfies ``has`` (for error messages)."""
     from nsjax import solvers
 
-    return ", ".join(sorted(name for name in solvers.__all__ if has(getattr(solvers, name))))
+    found = (getattr(solvers, name) for name in solvers.__all__)
+    return ", ".join(sorted(cls.__name__ for cls in found if isinstance(cls, type)
+                            and issubclass(cls, Solver) and cls is not Solver and has(cls)))
 
 
 def _check(solver, problem):
     """Refuse, before compiling, a problem the solver cannot solve: its own ``check``, and
-    a bias, a prox geometry or a constraint the solver does not take (naming those that
-    do)."""
+    a bias, sample weights, a prox geometry or a constraint the solver does not take
+    (naming those that do)."""
     name = type(solver).__name__
     if problem.bias and not solver.supports_bias:
         able = _solvers_where(lambda cls: getattr(cls, "supports_bias", False))
         raise ValueError(
             f"{name} does not support an unregularized bias (bias=True); "
             f"use one of {able}, or add a constant column to X instead.")
+    if problem.weighted and not solver.supports_sample_weight:
+        able = _solvers_where(lambda cls: getattr(cls, "supports_sample_weight", False))
+        raise ValueError(f"{name} does not take sample weights (sample_weight=...); use one "
+                         f"of {able}.")
     reg = problem.reg.inner if problem.bias else problem.reg
     geometry = getattr(problem.reg, "geometry", "euclidean")
     if geometry not in solver.geometries:

@@ -77,6 +77,11 @@ class Problem:
             ``supports_bias`` (the others refuse before compiling and name those that
             have it). The certified gap then comes from dual points projected onto
             Σᵢ uᵢ = 0 (the dual's bias hyperplane).
+        sample_weight: per-example weights cᵢ ≥ 0, shape (n,), not all 0: the risk becomes
+            (1/n) Σᵢ cᵢ ℓ(Sᵢ, yᵢ) (cᵢ = 1 is the unweighted problem; cᵢ = 0 drops example
+            i; scikit-learn's ``C Σᵢ sample_weightᵢ ℓᵢ`` is this divided by C n). For the
+            losses with one score per example (Hinge, Logistic, Squared: `Weighted`), with
+            every solver but the Nesterov ones (AGMEF, AGMEF1, Pragam), which refuse.
 
     Raises:
         ValueError / TypeError: on bad input, before anything is compiled, naming the
@@ -99,7 +104,8 @@ class Problem:
         1.0
     """
 
-    def __init__(self, loss, reg, X, y=None, *, dtype=None, classes=None, bias=False):
+    def __init__(self, loss, reg, X, y=None, *, dtype=None, classes=None, bias=False,
+                 sample_weight=None):
         reg = L2(0.0) if reg is None else reg
         _check_regularizer(reg)
         _check_strength(reg.strength, _strength_name(reg))
@@ -115,6 +121,9 @@ class Problem:
         self.y, self.classes = loss.encode_labels(y, n, dt, classes)
         self.num_outputs = loss.num_outputs(self.classes)
         self.loss = loss.prepare(n, self.num_outputs, dt)
+        if sample_weight is not None:
+            weights = _check_sample_weight(sample_weight, loss, n, dt)
+            self.loss = self.loss.with_weights(weights)
         self.reg = _cast_parameters(
             reg.with_strength(_strength(reg.strength, dt, _strength_name(reg))), dt)
         self.bias = _check_bias(bias, loss, self.num_outputs)
@@ -127,8 +136,9 @@ class Problem:
         layout = "sparse" if self.X.is_sparse else "dense"
         reg = type(self.reg.inner if self.bias else self.reg).__name__
         bias = ", bias" if self.bias else ""
+        weighted = ", weighted" if self.weighted else ""
         return (f"Problem({type(self.loss).__name__}, {reg}, "
-                f"X {n}x{d} {layout} {jnp.dtype(self.dtype).name}{bias})")
+                f"X {n}x{d} {layout} {jnp.dtype(self.dtype).name}{bias}{weighted})")
 
     # -- pytree -----------------------------------------------------------------------
     def tree_flatten(self):
@@ -165,6 +175,11 @@ class Problem:
         (the bias) with ``bias=True``."""
         d = self.X.shape[1] + self.bias
         return (d,) if self.num_outputs is None else (d, self.num_outputs)
+
+    @property
+    def weighted(self) -> bool:
+        """Whether the examples carry weights (``sample_weight``)."""
+        return getattr(self.loss, "weights", None) is not None
 
     @property
     def lam(self):
@@ -468,6 +483,36 @@ def _check_bias(bias, loss, num_outputs) -> bool:
             f"{type(loss).__name__} does not. Add a constant column to X instead (its "
             "weight is then regularized).")
     return bool(bias)
+
+
+def _check_sample_weight(c, loss, n, dtype):
+    """Per-example weights as the loss will hold them: (n,), real, finite, ≥ 0 and not all
+    0 after the cast to ``dtype`` (values are not checked where c is traced)."""
+    from nsjax.losses.base import Weighted
+
+    if not isinstance(loss, Weighted):
+        raise ValueError(f"sample_weight needs a loss that weighs its examples (Hinge, "
+                         f"Logistic, Squared); {type(loss).__name__} does not. Repeat or drop "
+                         "examples instead.")
+    if isinstance(c, (str, bytes)) or np.shape(c) != (n,):
+        raise ValueError(f"sample_weight must be an array of shape (n,) = ({n},), one weight "
+                         f"per example; got shape {np.shape(c)}.")
+    if is_traced(c):
+        return jnp.asarray(c, dtype)
+    arr = np.asarray(c)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"sample_weight must hold real numbers; got dtype {arr.dtype}.")
+    with np.errstate(over="ignore", invalid="ignore"):
+        held = arr.astype(dtype)
+    bad = np.flatnonzero(~np.isfinite(held) | (held < 0))
+    if bad.size:
+        raise ValueError(f"sample_weight must be finite and >= 0 in {np.dtype(dtype).name}; "
+                         f"{bad.size} entries are not (first: index {bad[0]}, "
+                         f"{arr[bad[0]]!r}).")
+    if not np.any(held > 0):
+        raise ValueError("sample_weight is zero for every example: nothing to fit; give some "
+                         "examples a positive weight.")
+    return jnp.asarray(held)
 
 
 def _pad_lines(x, r, fill):

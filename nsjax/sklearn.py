@@ -1,4 +1,5 @@
-"""scikit-learn estimators on nsjax's solvers: `LinearSVC` and `LogisticRegression`.
+"""scikit-learn estimators on nsjax's solvers: the classifiers `LinearSVC` and
+`LogisticRegression`, the regressors `ElasticNet` and `Lasso`.
 
 They take the parameters a scikit-learn user knows, where they mean the same thing (``C``,
 ``l1_ratio``, ``fit_intercept``, ``intercept_scaling``, ``max_iter``, ``warm_start``,
@@ -27,9 +28,12 @@ How the parameters map onto nsjax's problem J(w) = λΩ(w) + (1/n) Σᵢ ℓ(x�
   own certified gap) or one-vs-rest; `LogisticRegression` is one-vs-rest (nsjax has no
   multinomial loss), the probabilities normalized as scikit-learn's one-vs-rest does.
 
-Not (yet) supported: ``sample_weight`` and ``class_weight`` (nsjax's losses weigh every
-example the same); a fit that does not reach ``tol`` issues scikit-learn's
-``ConvergenceWarning``.
+- ``sample_weight`` (in ``fit``) and ``class_weight``: per-example weights cᵢ in nsjax's
+  risk (1/n) Σᵢ cᵢ ℓᵢ (`nsjax.Problem`'s ``sample_weight``), scikit-learn's C Σᵢ cᵢ ℓᵢ
+  divided by C n. The regressors normalize ``sample_weight`` to sum to n first, as
+  scikit-learn's ``ElasticNet`` does. The Crammer–Singer loss takes no weights.
+
+A fit that does not reach ``tol`` issues scikit-learn's ``ConvergenceWarning``.
 
 Example:
     >>> import nsjax.sklearn, nsjax
@@ -48,16 +52,17 @@ import jax
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 import nsjax
 from nsjax import losses, regularizers, solvers
 from nsjax.results import RESULTS
 
-__all__ = ["LinearSVC", "LogisticRegression", "SOLVERS", "solver_from_name"]
+__all__ = ["ElasticNet", "Lasso", "LinearSVC", "LogisticRegression", "SOLVERS", "solver_from_name"]
 
 #: The names ``solver=`` takes (or pass an `nsjax.solvers` instance): "auto" is
 #: `nsjax.solve`'s default for the problem.
@@ -86,10 +91,44 @@ def _positive(value, name, example):
     return float(value)
 
 
-class _LinearClassifier(ClassifierMixin, BaseEstimator):
-    """What both classifiers share: input checks, the problems per class, the solves, the
-    fitted attributes and the predictions. Subclasses give `_loss`, `_regularizer` and
-    `_one_problem_for_all_classes`."""
+def _l1_ratio(rho):
+    if (isinstance(rho, (bool, np.bool_)) or not isinstance(rho, numbers.Real)
+            or not 0 <= rho <= 1):
+        raise ValueError(f"l1_ratio must be in [0, 1] (0: L2, 1: L1); got {rho!r}.")
+
+
+def _sample_weights(sample_weight, n):
+    """``sample_weight`` as a float64 (n,) array (None stays None); nsjax.Problem checks
+    its values."""
+    if sample_weight is None:
+        return None
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    if weights.ndim == 0:
+        weights = np.full(n, float(weights))
+    if weights.shape != (n,):
+        raise ValueError(f"sample_weight.shape == {weights.shape}, expected ({n},): one weight "
+                         "per sample.")
+    if not (np.all(np.isfinite(weights)) and np.all(weights >= 0)):
+        raise ValueError(f"sample_weight must be finite and >= 0; got min {weights.min()!r}.")
+    if not weights.sum() > 0:
+        raise ValueError("sample_weight is zero for every sample: nothing to fit; give some "
+                         "samples a positive weight.")
+    return weights
+
+
+def _penalty(strength, rho):
+    """scikit-learn's split of a strength by the L1 share ρ: ρ s‖w‖₁ + (1 − ρ) s/2 ‖w‖²."""
+    if rho == 0:
+        return regularizers.L2(strength)
+    if rho == 1:
+        return regularizers.L1(strength)
+    return regularizers.ElasticNet(mu=rho * strength, lam=(1 - rho) * strength)
+
+
+class _LinearModel(BaseEstimator):
+    """What every estimator shares: the dtype, the common parameters' checks and the solves
+    (one `nsjax.solve` per problem, warm-started where asked, one scikit-learn warning for
+    the problems that did not reach tol)."""
 
     def _dtype(self):
         if self.dtype is not None:
@@ -102,12 +141,6 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
             return dt
         return np.dtype(np.float64 if jax.config.jax_enable_x64 else np.float32)
 
-    def _strength(self, n):
-        """The strength of the problem: ``lam``, else 1 / (C n)."""
-        if self.lam is not None:
-            return _positive(self.lam, "lam", "lam=1e-3")
-        return 1.0 / (_positive(self.C, "C", "C=1.0") * n)
-
     def _check_params(self):
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
@@ -119,57 +152,24 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
                              f"1e-4); got {self.tol!r}.")
         return solver_from_name(self.solver)
 
-    def fit(self, X, y):
-        """Fit on X (n, d), numpy or scipy.sparse, and labels y (n,) of any two or more
-        values. Returns self."""
-        solver = self._check_params()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
-        check_classification_targets(y)
-        self.classes_, index = np.unique(y, return_inverse=True)
-        if self.classes_.size < 2:
-            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in "
-                             f"y; got one class: {self.classes_[0]!r}.")
-        dtype, n = self._dtype(), X.shape[0]
-        lam = self._strength(n)
-        one = self.classes_.size == 2 or self._one_problem_for_all_classes()
-        problems = ([self._problem(X, index, lam, dtype)] if one else
-                    [self._problem(X, (index == k).astype(np.int32), lam, dtype)
-                     for k in range(self.classes_.size)])
+    def _solve(self, problems, solver, names=None):
+        """Solve each problem (from the previous fit's weights with ``warm_start``); warn
+        once, with scikit-learn's `ConvergenceWarning`, if any ended above tol."""
         starts = self._warm_starts(problems)
         with warnings.catch_warnings():  # re-issued below as scikit-learn's warning
             warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
             sols = [nsjax.solve(p, solver, w0=w0, max_steps=int(self.max_iter),
                                 tol=float(self.tol))
                     for p, w0 in zip(problems, starts, strict=True)]
-        self._set_fitted(problems, sols)
         bad = [(k, s) for k, s in enumerate(sols) if s.result != RESULTS.successful]
         if bad:
             k, s = bad[0]
-            which = "" if len(sols) == 1 else f" (class {self.classes_[k]!r}: one of {len(bad)})"
+            which = "" if len(sols) == 1 else f" ({names[k]}: one of {len(bad)})"
             warnings.warn(f"{type(self).__name__} did not reach tol={self.tol:g}{which}: "
                           f"{s.result.name} after {int(s.num_steps)} steps, certified gap "
                           f"{float(s.gap):.2e}. {s.result.message} Increase max_iter, or "
-                          "loosen tol.", ConvergenceWarning, stacklevel=2)
-        return self
-
-    def _one_problem_for_all_classes(self):
-        return False
-
-    def _intercept_column(self):
-        """The constant column's value where the intercept is a regularized weight (the
-        Crammer–Singer loss), else None (an unregularized bias, or none)."""
-        return None
-
-    def _problem(self, X, labels, lam, dtype):
-        """The nsjax problem for labels 0..K−1 (binary: 0/1)."""
-        K = int(labels.max()) + 1
-        scaling = self._intercept_column() if self.fit_intercept else None
-        if scaling is not None:
-            column = np.full((X.shape[0], 1), scaling, X.dtype)
-            X = sp.hstack([X, column], format="csr") if sp.issparse(X) else np.hstack([X, column])
-        bias = self.fit_intercept and scaling is None
-        return nsjax.Problem(self._loss(K), self._regularizer(lam), X, labels,
-                             classes=tuple(range(K)), dtype=dtype, bias=bias)
+                          "loosen tol.", ConvergenceWarning, stacklevel=3)
+        return sols
 
     def _warm_starts(self, problems):
         """The previous fit's weights in each problem's layout (``warm_start``), or None."""
@@ -180,6 +180,123 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
                                           for a, p in zip(w, problems, strict=True)):
             return [None] * len(problems)  # another shape: a cold start
         return w
+
+    def _set_solution_fields(self, sols):
+        """n_iter_, duality_gap_, objective_ and history_ (arrays over the problems)."""
+        self.n_iter_ = np.array([int(s.num_steps) for s in sols])
+        self.duality_gap_ = np.array([float(s.gap) for s in sols])
+        self.objective_ = np.array([float(s.value) for s in sols])
+        self.history_ = [{name: np.asarray(getattr(s.history, name))[:int(s.num_steps)]
+                          for name in s.history._fields} for s in sols]
+        if len(sols) == 1:
+            self.duality_gap_, self.objective_ = float(self.duality_gap_[0]), float(
+                self.objective_[0])
+            self.history_ = self.history_[0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class _Multilabel:
+    """Tags for the classifiers, which take multilabel (0/1 indicator) targets."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.classifier_tags.multi_label = True
+        return tags
+
+
+class _LinearClassifier(_Multilabel, ClassifierMixin, _LinearModel):
+    """What both classifiers share: input checks, the problems per class, the fitted
+    attributes and the predictions. Subclasses give `_loss`, `_regularizer` and
+    `_one_problem_for_all_classes`."""
+
+    def _strength(self, n):
+        """The strength of the problem: ``lam``, else 1 / (C n)."""
+        if self.lam is not None:
+            return _positive(self.lam, "lam", "lam=1e-3")
+        return 1.0 / (_positive(self.C, "C", "C=1.0") * n)
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on X (n, d), numpy or scipy.sparse, and labels y (n,) of any two or more
+        values, each example weighted by ``sample_weight`` (n,) times its class's
+        ``class_weight`` where given (scikit-learn's C Σᵢ cᵢ ℓᵢ). Returns self."""
+        solver = self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             multi_output=True)
+        check_classification_targets(y)
+        self._multilabel = type_of_target(y) == "multilabel-indicator"
+        if self._multilabel:
+            return self._fit_multilabel(X, y, sample_weight, solver)
+        if np.ndim(y) == 2 and np.shape(y)[1] != 1:
+            raise ValueError(f"y of shape {np.shape(y)} must be one label per sample, or a 0/1 "
+                             "indicator matrix (multilabel); other multi-output targets are "
+                             "not supported.")
+        y = np.ravel(y)
+        self.classes_, index = np.unique(y, return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in "
+                             f"y; got one class: {self.classes_[0]!r}.")
+        dtype, n = self._dtype(), X.shape[0]
+        lam = self._strength(n)
+        weights = _sample_weights(sample_weight, n)
+        if self.class_weight is not None:
+            per_class = compute_class_weight(self.class_weight, classes=self.classes_, y=y)
+            weights = per_class[index] * (1.0 if weights is None else weights)
+        one = self.classes_.size == 2 or self._one_problem_for_all_classes()
+        if weights is not None and one and self.classes_.size > 2:
+            raise ValueError(f"{type(self).__name__} with multi_class='crammer_singer' takes "
+                             "no sample_weight or class_weight (nsjax's multiclass hinge "
+                             "weighs every example the same); use multi_class='ovr'.")
+        problems = ([self._problem(X, index, lam, dtype, weights)] if one else
+                    [self._problem(X, (index == k).astype(np.int32), lam, dtype, weights)
+                     for k in range(self.classes_.size)])
+        sols = self._solve(problems, solver, [f"class {c!r}" for c in self.classes_])
+        self._set_fitted(problems, sols)
+        return self
+
+    def _fit_multilabel(self, X, Y, sample_weight, solver):
+        """Multilabel targets (an (n, K) 0/1 indicator): one binary problem per label, as
+        scikit-learn's one-vs-rest does; `predict` gives the indicator of positive scores.
+        (The multilabel hinge of paper 000, eq. 51, scores label *rankings*: it is invariant
+        to a shift of all of an example's scores, so it has no threshold to predict a set
+        with; it is `nsjax.losses.MultilabelHinge` for nsjax.Problem.)"""
+        if self.class_weight is not None:
+            raise ValueError("class_weight is not supported with multilabel targets; weigh "
+                             "examples with sample_weight instead.")
+        Y = np.asarray(Y.toarray() if sp.issparse(Y) else Y) != 0
+        dtype, n = self._dtype(), X.shape[0]
+        lam, weights = self._strength(n), _sample_weights(sample_weight, n)
+        self.classes_ = np.arange(Y.shape[1])
+        problems = [self._problem(X, Y[:, k].astype(np.int32), lam, dtype, weights)
+                    for k in range(Y.shape[1])]
+        sols = self._solve(problems, solver, [f"label {k}" for k in self.classes_])
+        self._set_fitted(problems, sols)
+        return self
+
+    def _one_problem_for_all_classes(self):
+        return False
+
+    def _intercept_column(self):
+        """The constant column's value where the intercept is a regularized weight (the
+        Crammer–Singer loss), else None (an unregularized bias, or none)."""
+        return None
+
+    def _problem(self, X, labels, lam, dtype, weights=None):
+        """The nsjax problem for labels 0..K−1 (binary: 0/1), examples weighted by
+        ``weights`` where given."""
+        K = int(labels.max()) + 1
+        scaling = self._intercept_column() if self.fit_intercept else None
+        if scaling is not None:
+            column = np.full((X.shape[0], 1), scaling, X.dtype)
+            X = sp.hstack([X, column], format="csr") if sp.issparse(X) else np.hstack([X, column])
+        bias = self.fit_intercept and scaling is None
+        return nsjax.Problem(self._loss(K), self._regularizer(lam), X, labels,
+                             classes=tuple(range(K)), dtype=dtype, bias=bias,
+                             sample_weight=weights)
 
     def _intercept_unit(self):
         """What the last weight is multiplied by to give the intercept: the constant
@@ -210,15 +327,7 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
             self.coef_ = np.stack([x[:-1] if self.fit_intercept else x for x in w])
             self.intercept_ = np.array([x[-1] * unit if self.fit_intercept else 0.0
                                         for x in w])
-        self.n_iter_ = np.array([int(s.num_steps) for s in sols])
-        self.duality_gap_ = np.array([float(s.gap) for s in sols])
-        self.objective_ = np.array([float(s.value) for s in sols])
-        self.history_ = [{name: np.asarray(getattr(s.history, name))[:int(s.num_steps)]
-                          for name in s.history._fields} for s in sols]
-        if len(sols) == 1:
-            self.duality_gap_, self.objective_ = float(self.duality_gap_[0]), float(
-                self.objective_[0])
-            self.history_ = self.history_[0]
+        self._set_solution_fields(sols)
 
     def decision_function(self, X):
         """Scores X coef_ᵀ + intercept_: shape (n,) for two classes (positive: classes_[1]),
@@ -231,15 +340,13 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """The class of each row: classes_[1] where the score is > 0 (two classes), else
-        the class of the largest score."""
+        the class of the largest score; for multilabel targets, the (n, K) 0/1 indicator
+        of the positive scores."""
         scores = self.decision_function(X)
+        if self._multilabel:
+            return (scores.reshape(len(scores), -1) > 0).astype(int)
         index = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
         return self.classes_[index]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
 class LinearSVC(_LinearClassifier):
@@ -258,6 +365,10 @@ class LinearSVC(_LinearClassifier):
             "crammer_singer" a regularized weight on a constant column of value
             ``intercept_scaling``, as LIBLINEAR does for every problem).
         intercept_scaling: that column's value.
+        class_weight: None, "balanced" (n / (K · count of the class)) or a dict class →
+            weight: each example's weight is its class's (times ``fit``'s
+            ``sample_weight``), as in scikit-learn. Not with "crammer_singer" on more than
+            two classes (nsjax's multiclass hinge weighs every example the same).
         tol: stop at a certified gap ≤ tol · max(1, |J|).
         max_iter: the most solver steps per problem.
         warm_start: start from the previous fit's coefficients (same shapes).
@@ -281,13 +392,14 @@ class LinearSVC(_LinearClassifier):
     """
 
     def __init__(self, C=1.0, *, lam=None, multi_class="crammer_singer", fit_intercept=True,
-                 intercept_scaling=1.0, tol=1e-4, max_iter=1000, warm_start=False,
-                 solver="auto", dtype=None):
+                 intercept_scaling=1.0, class_weight=None, tol=1e-4, max_iter=1000,
+                 warm_start=False, solver="auto", dtype=None):
         self.C = C
         self.lam = lam
         self.multi_class = multi_class
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
+        self.class_weight = class_weight
         self.tol = tol
         self.max_iter = max_iter
         self.warm_start = warm_start
@@ -301,7 +413,7 @@ class LinearSVC(_LinearClassifier):
         return super()._check_params()
 
     def _one_problem_for_all_classes(self):
-        return self.multi_class == "crammer_singer"
+        return self.multi_class == "crammer_singer" and not self._multilabel
 
     def _loss(self, K):
         return losses.Hinge() if K == 2 else losses.MulticlassHinge()
@@ -335,6 +447,7 @@ class LogisticRegression(_LinearClassifier):
             on a constant column of value ``intercept_scaling``, regularized as LIBLINEAR
             does (so that OBA, whose iterates have exact zeros, solves it).
         intercept_scaling: that column's value.
+        class_weight: as for `LinearSVC`.
         tol, max_iter, warm_start, solver, dtype: as for `LinearSVC` (the default solver is
             `nsjax.solve`'s for the problem: OBA with an L1 part).
 
@@ -351,13 +464,14 @@ class LogisticRegression(_LinearClassifier):
     """
 
     def __init__(self, C=1.0, *, l1_ratio=0.0, lam=None, fit_intercept=True,
-                 intercept_scaling=1.0, tol=1e-4, max_iter=1000, warm_start=False,
-                 solver="auto", dtype=None):
+                 intercept_scaling=1.0, class_weight=None, tol=1e-4, max_iter=1000,
+                 warm_start=False, solver="auto", dtype=None):
         self.C = C
         self.l1_ratio = l1_ratio
         self.lam = lam
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
+        self.class_weight = class_weight
         self.tol = tol
         self.max_iter = max_iter
         self.warm_start = warm_start
@@ -365,10 +479,7 @@ class LogisticRegression(_LinearClassifier):
         self.dtype = dtype
 
     def _check_params(self):
-        rho = self.l1_ratio
-        if (isinstance(rho, (bool, np.bool_)) or not isinstance(rho, numbers.Real)
-                or not 0 <= rho <= 1):
-            raise ValueError(f"l1_ratio must be in [0, 1] (0: L2, 1: L1); got {rho!r}.")
+        _l1_ratio(self.l1_ratio)
         return super()._check_params()
 
     def _loss(self, K):
@@ -385,17 +496,14 @@ class LogisticRegression(_LinearClassifier):
         return super()._strength(n)
 
     def _regularizer(self, lam):
-        rho = float(self.l1_ratio)
-        if rho == 0:
-            return regularizers.L2(lam)
-        if rho == 1:
-            return regularizers.L1(lam)
-        return regularizers.ElasticNet(mu=rho * lam, lam=(1 - rho) * lam)
+        return _penalty(lam, float(self.l1_ratio))
 
     def predict_proba(self, X):
         """Class probabilities, columns in the order of classes_: σ(score) for two
         classes; one-vs-rest σ(scores) normalized to sum to 1 otherwise."""
         p = expit(self.decision_function(X))
+        if self._multilabel:  # each label's own probability, as one-vs-rest gives
+            return p.reshape(len(p), -1)
         if p.ndim == 1:
             return np.column_stack([1.0 - p, p])
         return p / p.sum(axis=1, keepdims=True)
@@ -403,3 +511,124 @@ class LogisticRegression(_LinearClassifier):
     def predict_log_proba(self, X):
         """The log of `predict_proba`."""
         return np.log(self.predict_proba(X))
+
+
+class ElasticNet(RegressorMixin, _LinearModel):
+    """Least squares with an elastic-net penalty, trained to a certified gap by nsjax.
+
+    Minimizes (1/2n) ‖y − Xw − b‖² + α ρ ‖w‖₁ + α (1 − ρ)/2 ‖w‖², ρ = ``l1_ratio``:
+    scikit-learn's ``ElasticNet`` objective (``Lasso`` for ρ = 1), as nsjax's `Squared` loss
+    with `L1`, `ElasticNet` or `L2` (ρ = 0). The default solver is `nsjax.solve`'s: OBA,
+    whose iterates have exact zeros.
+
+    The intercept is not penalized. On dense X it is fitted as scikit-learn does, by
+    centring X and y: the same optimum, and the orthant-wise solvers (which take no bias)
+    apply. Centring would densify sparse X, so there the intercept is the problem's
+    unregularized bias (`nsjax.Problem`'s ``bias``), solved by subLBFGS: the same
+    objective, but its coefficients are near zero rather than exactly zero.
+
+    Args:
+        alpha: the penalty's strength α ≥ 0 (0: least squares, where the optimum exists).
+        l1_ratio: ρ in [0, 1], the L1 share of the penalty.
+        fit_intercept: fit an unpenalized intercept.
+        tol: stop at a certified gap ≤ tol · max(1, |J|) (not scikit-learn's dual gap
+            scaled by ‖y‖²: a bound on the objective, `nsjax.solve`).
+        max_iter, warm_start, solver, dtype: as for `LinearSVC`.
+
+    Attributes:
+        coef_: (d,). intercept_: a float. n_iter_: solver steps taken.
+        duality_gap_, objective_, history_: as for `LinearSVC`.
+
+    Example:
+        >>> import numpy as np, nsjax.sklearn
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(100, 5)); y = X @ [1.0, 0, 0, 2.0, 0] + 3.0
+        >>> reg = nsjax.sklearn.ElasticNet(alpha=0.01, l1_ratio=1.0).fit(X, y)
+        >>> np.flatnonzero(reg.coef_).tolist(), round(reg.intercept_, 1), reg.score(X, y) > 0.99
+        ([0, 3], 3.0, True)
+    """
+
+    def __init__(self, alpha=1.0, *, l1_ratio=0.5, fit_intercept=True, tol=1e-4,
+                 max_iter=1000, warm_start=False, solver="auto", dtype=None):
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.solver = solver
+        self.dtype = dtype
+
+    def _check_params(self):
+        _l1_ratio(self.l1_ratio)
+        alpha = self.alpha
+        if (isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real)
+                or not np.isfinite(alpha) or alpha < 0):
+            raise ValueError(f"alpha must be a finite number >= 0 (e.g. alpha=0.1); got "
+                             f"{alpha!r}.")
+        return super()._check_params()
+
+    def _regularizer(self):
+        return _penalty(float(self.alpha), float(self.l1_ratio))
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on X (n, d), numpy or scipy.sparse, and real targets y (n,); examples
+        weighted by ``sample_weight`` (n,), normalized to sum to n as scikit-learn's
+        ``ElasticNet`` does: (1/2 Σc) Σᵢ cᵢ rᵢ². Returns self."""
+        solver = self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             y_numeric=True)
+        dtype, n = self._dtype(), X.shape[0]
+        weights = _sample_weights(sample_weight, n)
+        if weights is not None:
+            weights = weights * (n / weights.sum())
+        center = self.fit_intercept and not sp.issparse(X)
+        if center:  # scikit-learn's intercept: the least squares of the centred problem
+            self._X_offset = np.average(X, axis=0, weights=weights)
+            self._y_offset = np.average(y, weights=weights)
+            X, y = X - self._X_offset, y - self._y_offset
+        bias = self.fit_intercept and not center
+        problem = nsjax.Problem(losses.Squared(), self._regularizer(), X, y, dtype=dtype,
+                                bias=bias, sample_weight=weights)
+        (sol,) = self._solve([problem], solver)
+        self._bias = bias  # the layout of the weights (for warm starts)
+        w = np.asarray(sol.w, np.float64)
+        self.coef_ = w[:-1] if bias else w
+        if center:
+            self.intercept_ = float(self._y_offset - self._X_offset @ self.coef_)
+        else:
+            self.intercept_ = float(w[-1]) if bias else 0.0
+        self._set_solution_fields([sol])
+        self.n_iter_ = int(self.n_iter_[0])
+        return self
+
+    def _weights(self):
+        """coef_ (and the bias where the problem has one) in the problem's layout."""
+        if self._bias:
+            return [np.append(self.coef_, self.intercept_)]
+        return [self.coef_]
+
+    def predict(self, X):
+        """X coef_ + intercept_."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, accept_sparse="csr", reset=False,
+                          dtype=[np.float64, np.float32])
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+
+class Lasso(ElasticNet):
+    """`ElasticNet` with ``l1_ratio=1``: (1/2n) ‖y − Xw − b‖² + α ‖w‖₁, scikit-learn's
+    ``Lasso`` objective.
+
+    Example:
+        >>> import nsjax, nsjax.sklearn
+        >>> X, y = nsjax.datasets.diabetes()
+        >>> reg = nsjax.sklearn.Lasso(alpha=0.1).fit(X, y)
+        >>> int((reg.coef_ != 0).sum()) < X.shape[1]
+        True
+    """
+
+    def __init__(self, alpha=1.0, *, fit_intercept=True, tol=1e-4, max_iter=1000,
+                 warm_start=False, solver="auto", dtype=None):
+        super().__init__(alpha=alpha, l1_ratio=1.0, fit_intercept=fit_intercept, tol=tol,
+                         max_iter=max_iter, warm_start=warm_start, solver=solver, dtype=dtype)

@@ -14,26 +14,28 @@ def hinge_objective(w, X, y, lam):
 
 
 def cvxpy_optimum(X, y, lam, loss="hinge", reg="l2", mu=0.0, bias=False, cap=1.0,
-                  gamma=0.0):
+                  gamma=0.0, sample_weight=None):
     """min_w reg(w) + mean(loss(y x_iᵀw)) by Clarabel at tight tolerances: reg "l2" is
     λ/2‖w‖², "l1" λ‖w‖₁, "elasticnet" μ‖w‖₁ + λ/2‖w‖², "entropy" λ Σ wᵢ log(d wᵢ) on
     {w ∈ [0, cap]ᵈ, Σw = 1} (exponential cone), "ball" the constraint γ‖w‖₁ + ½‖w‖² ≤ λ
     (``gamma``: γ). Loss "squared": (1/2n)‖Xw − y‖²;
     "maxscore": maxᵢ x_iᵀw.
-    With ``bias``, scores x_iᵀw + b with b free, and the returned w ends with b."""
+    With ``bias``, scores x_iᵀw + b with b free, and the returned w ends with b. With
+    ``sample_weight`` c: the risk (1/n) Σᵢ cᵢ lossᵢ (hinge, logistic, squared)."""
     X = X.toarray() if sp.issparse(X) else np.asarray(X)
     n, d = X.shape
     w = cp.Variable(d)
     b = cp.Variable() if bias else 0.0
     margins = cp.multiply(y, X @ w + b)
+    c = np.ones(n) if sample_weight is None else np.asarray(sample_weight, float)
     if loss == "hinge":
-        risk = cp.sum(cp.pos(1 - margins)) / n
+        risk = cp.sum(cp.multiply(c, cp.pos(1 - margins))) / n
     elif loss == "squared":
-        risk = cp.sum_squares(X @ w + b - y) / (2 * n)
+        risk = cp.sum(cp.multiply(c, cp.square(X @ w + b - y))) / (2 * n)
     elif loss == "maxscore":  # max_i x_iᵀw (LPBoost's edges; y unused)
         risk = cp.max(X @ w)
     else:
-        risk = cp.sum(cp.logistic(-margins)) / n
+        risk = cp.sum(cp.multiply(c, cp.logistic(-margins))) / n
     penalty = {"l2": 0.5 * lam * cp.sum_squares(w), "l1": lam * cp.norm1(w),
                "elasticnet": mu * cp.norm1(w) + 0.5 * lam * cp.sum_squares(w),
                "entropy": -lam * cp.sum(cp.entr(w)) + lam * np.log(d), "ball": 0.0}[reg]

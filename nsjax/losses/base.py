@@ -37,6 +37,8 @@ kink from direction finding (paper 000, Sec. 2.4).
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 
@@ -90,12 +92,46 @@ def snap_to_max(b: jax.Array) -> jax.Array:
     return jnp.where(top - b <= active_tol(top), top, b)
 
 
-def center_binary_dual(u, y):
-    """For a binary loss whose R* is finite on u = −β∘y/n, β ∈ [0, 1]ⁿ (hinge, logistic):
-    the dual point of that box with Σᵢ uᵢ = 0 nearest to u (in β; Σu = 0 is Σ yᵢβᵢ = 0),
-    by the exact projection onto a box cut by a hyperplane (`project_box_section`). The box
-    holds β = 0, so the set is never empty."""
-    n = u.shape[0]
-    beta = jnp.clip(-u * y * n, 0.0, 1.0)
-    beta = project_box_section(beta, y, 0.0, 0.0, 1.0).x
-    return -beta * y / n
+class Weighted:
+    """A loss whose examples may carry weights cᵢ ≥ 0 (``Problem(..., sample_weight=c)``):
+    R(S) = (1/n) Σᵢ cᵢ ℓ(Sᵢ, yᵢ). Every formula then replaces the 1/n of example i by its
+    mass cᵢ/n (`mass`, `per_example`, `weighted_mean`); without weights the formulas are
+    the unweighted ones, operation for operation."""
+
+    def with_weights(self, weights):
+        """This loss with per-example weights (an (n,) array, checked by `Problem`)."""
+        return dataclasses.replace(self, weights=weights)
+
+    def per_example(self, x):
+        """x (leading axis: examples) times each example's mass cᵢ/n."""
+        n = x.shape[0]
+        if self.weights is None:
+            return x / n
+        return x * self.weights.reshape((n,) + (1,) * (x.ndim - 1)) / n
+
+    def weighted_mean(self, terms):
+        """(1/n) Σᵢ cᵢ termsᵢ (the mean without weights)."""
+        if self.weights is None:
+            return jnp.mean(terms)
+        return jnp.vdot(self.weights, terms) / terms.shape[0]
+
+    def dual_coefficients(self, u, y):
+        """(β, inside) for a score-space point u = −β∘y∘c/n of a binary loss: β where
+        cᵢ > 0 (0 where cᵢ = 0), and whether uᵢ = 0 wherever cᵢ = 0 (else R*(u) = +inf)."""
+        n = u.shape[0]
+        if self.weights is None:
+            return -u * y * n, jnp.asarray(True)
+        c = self.weights
+        beta = jnp.where(c > 0, -u * y * n / jnp.where(c > 0, c, 1.0), 0.0)
+        return beta, jnp.all(jnp.where(c > 0, True, u == 0))
+
+    def center_binary_dual(self, u, y):
+        """For a binary loss whose R* is finite on u = −β∘y∘c/n, β ∈ [0, 1]ⁿ (hinge,
+        logistic): the dual point of that box with Σᵢ uᵢ = 0 nearest to u (in β; Σu = 0 is
+        Σ cᵢyᵢβᵢ = 0), by the exact projection onto a box cut by a hyperplane
+        (`project_box_section`). The box holds β = 0, so the set is never empty."""
+        beta, _ = self.dual_coefficients(u, y)
+        beta = jnp.clip(beta, 0.0, 1.0)
+        a = y if self.weights is None else y * self.weights
+        beta = project_box_section(beta, a, 0.0, 0.0, 1.0).x
+        return -self.per_example(beta * y)

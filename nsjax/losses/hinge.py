@@ -7,25 +7,29 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.base import Loss, active_tol, center_binary_dual
+from nsjax.losses.base import Loss, Weighted, active_tol
 from nsjax.losses.hinge_certificate import hinge_dual_certificate
 from nsjax.losses.labels import BinaryLabels
 
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class Hinge(BinaryLabels, Loss):
-    """R(S) = (1/n) Σ_i max(0, 1 − y_i S_i), labels y ∈ {−1, +1} (mapped by `Problem`).
+class Hinge(BinaryLabels, Weighted, Loss):
+    """R(S) = (1/n) Σ_i max(0, 1 − y_i S_i), labels y ∈ {−1, +1} (mapped by `Problem`);
+    with sample weights c, (1/n) Σ_i c_i max(0, 1 − y_i S_i) (`Weighted`).
 
     The subgradient coefficients β of eq. 21 are 1 on the error set E, 0 on the
     well-classified set W and free in [0, 1] on the margin set M (eq. 20); in score space
-    u = −β ∘ y / n.
+    u = −β ∘ y / n (−β ∘ y ∘ c / n with weights).
 
     Example:
         >>> import nsjax, numpy as np
         >>> X = np.array([[1.0, 0.0], [0.0, 1.0]]); y = np.array([1, -1])
         >>> prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.1), X, y)
     """
+
+    #: Per-example weights c (``Problem(..., sample_weight=c)``), or None.
+    weights: jax.Array | None = None
 
     def margins(self, S, y):
         """1 − y S, snapped to exactly 0 within `active_tol` (the margin set M)."""
@@ -34,47 +38,46 @@ class Hinge(BinaryLabels, Loss):
 
     def risk(self, S, y):
         """R(S) = mean(max(0, 1 − y S)) (eq. 19)."""
-        return jnp.mean(jnp.maximum(0.0, 1.0 - y * S))
+        return self.weighted_mean(jnp.maximum(0.0, 1.0 - y * S))
 
     def dscores(self, S, y):
         """u = −β∘y/n with β = 1 on E, ½ on M, 0 on W (eq. 21)."""
         # β = 1/2 on the margin: a subgradient in the relative interior of ∂R.
         m = self.margins(S, y)
         beta = jnp.where(m > 0, 1.0, jnp.where(m == 0, 0.5, 0.0))
-        return -beta * y / S.shape[0]
+        return -self.per_example(beta * y)
 
     def argsup(self, S, dS, y):
         """The score subgradient steepest along dS (eq. 23)."""
         # eq. 23: on M take β = 1 exactly where y xᵀp < 0.
         m = self.margins(S, y)
         beta = jnp.where(m > 0, 1.0, jnp.where((m == 0) & (y * dS < 0), 1.0, 0.0))
-        return -beta * y / S.shape[0]
+        return -self.per_example(beta * y)
 
     def lines(self, S, dS, y):
         """Per example the zero line and the active line along S + η dS (eq. 25)."""
         # Each term is max(0, m_i − η y_i dS_i): the zero line and the active line (eq. 25).
-        n = S.shape[0]
         m = self.margins(S, y)
         zeros = jnp.zeros_like(m)
-        b = jnp.stack([zeros, m], axis=-1) / n
-        a = jnp.stack([zeros, -y * dS], axis=-1) / n
+        b = self.per_example(jnp.stack([zeros, m], axis=-1))
+        a = self.per_example(jnp.stack([zeros, -y * dS], axis=-1))
         return b, a
 
     def center_dual(self, u, y):
         """The nearest dual point with Σu = 0 (`center_binary_dual`), for a bias."""
-        return center_binary_dual(u, y)
+        return self.center_binary_dual(u, y)
 
     def conjugate(self, u, y):
-        """R*(u) = −mean(β) for β = −n u∘y in [0, 1]ⁿ, +inf outside."""
-        # R*(u) = −mean(β) for β = −n u y in [0, 1]^n, +inf outside.
-        beta = -u * y * u.shape[0]
+        """R*(u) = −mean(β) for β = −n u∘y in [0, 1]ⁿ, +inf outside (weights:
+        −(1/n) Σ cᵢβᵢ for u = −β∘y∘c/n)."""
+        beta, inside = self.dual_coefficients(u, y)
         eps = active_tol(jnp.ones((), u.dtype))
-        inside = jnp.all((beta >= -eps) & (beta <= 1 + eps))
-        return jnp.where(inside, -jnp.mean(beta), jnp.inf)
+        inside = inside & jnp.all((beta >= -eps) & (beta <= 1 + eps))
+        return jnp.where(inside, -self.weighted_mean(beta), jnp.inf)
 
     def dual_scale_limit(self, u, y):
         """R*(s u) = s R*(u) while s β stays in [0, 1]: the largest such s."""
-        beta = -u * y * u.shape[0]
+        beta, _ = self.dual_coefficients(u, y)
         return 1.0 / jnp.maximum(jnp.max(beta), jnp.finfo(u.dtype).tiny)
 
     def dual_certificate(self, problem, w, S):

@@ -51,26 +51,27 @@ def _band_dual_point(problem, w, S, delta, iterations):
     """Score-space dual point u = −β∘y/n with β fitted by CGLS on the band |margin| ≤ δ,
     and the number of CGLS iterations taken."""
     y = problem.y
-    n = S.shape[0]
+    # yᵢ cᵢ / n: each example's signed mass (yᵢ / n without sample weights).
+    q = problem.loss.per_example(y)
     margin = 1.0 - y * S
     free = jnp.abs(margin) <= delta * jnp.maximum(1.0, jnp.abs(S))
     fixed = jnp.where(free, 0.0, jnp.where(margin > 0, 1.0, 0.0))
     # The optimality condition ∇(λΩ)(w) = Xᵀ(β∘y)/n (λw = … for L2, eq. 21).
-    target = problem.reg.subgradient(w) - problem.rmv(fixed * y) / n
+    target = problem.reg.subgradient(w) - problem.rmv(fixed * q)
 
     def A(z):
-        return problem.rmv(jnp.where(free, z, 0.0) * y) / n
+        return problem.rmv(jnp.where(free, z, 0.0) * q)
 
-    def At(q):
-        return jnp.where(free, y * problem.scores(q), 0.0) / n
+    def At(v):
+        return jnp.where(free, q * problem.scores(v), 0.0)
 
     z0 = jnp.where(free, 0.5, 0.0)
     z, steps = cgls(A, At, z0, target - A(z0), iterations)
     z = jnp.where(jnp.isfinite(z), z, 0.5)
     beta = fixed + jnp.where(free, jnp.clip(z, 0.0, 1.0), 0.0)
     if problem.bias:
-        # Back onto Σ yᵢβᵢ = 0 (which the fit aims at, and clipping breaks) by moving the
+        # Back onto Σ qᵢβᵢ = 0 (which the fit aims at, and clipping breaks) by moving the
         # band's β first: a weighted projection that moves the fixed β only if it must.
-        beta = project_box_section(beta, y, 0.0, 0.0, 1.0,
+        beta = project_box_section(beta, q, 0.0, 0.0, 1.0,
                                    weights=jnp.where(free, 1.0, BIAS_FIXED_WEIGHT)).x
-    return -beta * y / n, steps
+    return -beta * q, steps

@@ -10,14 +10,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nsjax.losses.base import Loss
+from nsjax.losses.base import Loss, Weighted
 from nsjax.losses.labels import _check_1d, _needs, is_traced
 
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class Squared(Loss):
-    """R(S) = (1/2n) Σ_i (S_i − y_i)², y real (regression).
+class Squared(Weighted, Loss):
+    """R(S) = (1/2n) Σ_i (S_i − y_i)², y real (regression); with sample weights c,
+    (1/2n) Σ_i c_i (S_i − y_i)² (`Weighted`).
 
     Example:
         >>> import numpy as np, nsjax
@@ -28,6 +29,8 @@ class Squared(Loss):
     """
 
     smooth: ClassVar[bool] = True
+    #: Per-example weights c (``Problem(..., sample_weight=c)``), or None.
+    weights: jax.Array | None = None
 
     def encode_labels(self, y, n, dtype, classes=None):
         """Real targets, cast to ``dtype`` (finite; ``classes`` must be None)."""
@@ -49,29 +52,45 @@ class Squared(Loss):
     def risk(self, S, y):
         """(1/2n) ‖S − y‖²."""
         r = S - y
+        if self.weights is not None:
+            return 0.5 * self.weighted_mean(r * r)
         return 0.5 * jnp.vdot(r, r) / S.shape[0]
 
     def risk_change(self, S, S_new, y):
         """R(S_new) − R(S) = ⟨S_new − S, S_new + S − 2y⟩ / 2n, without cancellation."""
+        if self.weights is not None:
+            return 0.5 * self.weighted_mean((S_new - S) * (S_new + S - 2 * y))
         return 0.5 * jnp.vdot(S_new - S, S_new + S - 2 * y) / S.shape[0]
 
     def dscores(self, S, y):
         """The gradient (S − y)/n."""
-        return (S - y) / S.shape[0]
+        return self.per_example(S - y)
 
     def argsup(self, S, dS, y):
         """The gradient: R is smooth."""
         return self.dscores(S, y)
 
     def curvature(self, S, y):
-        """The diagonal of ∇²R(S): 1/n everywhere."""
-        return jnp.full_like(S, 1.0 / S.shape[0])
+        """The diagonal of ∇²R(S): 1/n everywhere (cᵢ/n with weights)."""
+        if self.weights is None:
+            return jnp.full_like(S, 1.0 / S.shape[0])
+        return self.per_example(jnp.ones_like(S))
 
     def center_dual(self, u, y):
         """u − mean(u): the nearest point with Σu = 0 (R* is finite everywhere), for a
-        bias."""
-        return u - jnp.mean(u)
+        bias. With weights, u − c Σu / Σc: zero where cᵢ = 0, as R*'s domain needs (the
+        nearest such point in the metric of R*'s quadratic, Σ n uᵢ²/2cᵢ)."""
+        if self.weights is None:
+            return u - jnp.mean(u)
+        return u - self.weights * jnp.sum(u) / jnp.sum(self.weights)
 
     def conjugate(self, u, y):
-        """R*(u) = ⟨u, y⟩ + (n/2) ‖u‖²."""
-        return jnp.vdot(u, y) + 0.5 * u.shape[0] * jnp.vdot(u, u)
+        """R*(u) = ⟨u, y⟩ + (n/2) ‖u‖² (weights: ⟨u, y⟩ + Σ n uᵢ²/2cᵢ, +inf where
+        uᵢ ≠ 0 = cᵢ)."""
+        n = u.shape[0]
+        if self.weights is None:
+            return jnp.vdot(u, y) + 0.5 * n * jnp.vdot(u, u)
+        c = self.weights
+        inside = jnp.all(jnp.where(c > 0, True, u == 0))
+        quad = jnp.sum(jnp.where(c > 0, u * u / jnp.where(c > 0, c, 1.0), 0.0))
+        return jnp.where(inside, jnp.vdot(u, y) + 0.5 * n * quad, jnp.inf)

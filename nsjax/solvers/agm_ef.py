@@ -211,6 +211,7 @@ class AGMEF(Solver):
     prox_function: str = "uniform"
 
     supports_bias: ClassVar[bool] = True
+    supports_sample_weight: ClassVar[bool] = False
     geometries: ClassVar[tuple[str, ...]] = ("euclidean", "entropy")
     takes_constraints: ClassVar[bool] = True
 

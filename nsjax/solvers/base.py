@@ -170,6 +170,10 @@ class Solver(abc.ABC):
     #: Whether the solver handles `Problem(..., bias=True)` (the bias is the last row of w,
     #: unregularized); `nsjax.solve` refuses the others before compiling.
     supports_bias: ClassVar[bool] = False
+    #: Whether the solver takes per-example weights (``Problem(..., sample_weight=c)``):
+    #: those that see the loss only through `Problem`'s oracles do; the Nesterov solvers,
+    #: which work on the hinge's dual box itself, refuse before compiling.
+    supports_sample_weight: ClassVar[bool] = True
     #: The prox geometries of the regularizers the solver takes (`Regularizer.geometry`):
     #: "euclidean" for all; "entropy" where it keeps its iterates in the entropy geometry's
     #: domain through `bregman_prox`.

@@ -141,6 +141,7 @@ class Pragam(Solver):
     power_iterations: int = 20
 
     supports_bias: ClassVar[bool] = True
+    supports_sample_weight: ClassVar[bool] = False
 
     #: The a-priori bound on the recorded gap (with L ≥ the true constant).
     bound: ClassVar[str] = ("eq. 26: J(w_k) − D(α_k) ≤ 4 L D₂ / ((k+1)(k+2)), D₂ = 1/(2n), "
