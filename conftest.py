@@ -14,6 +14,7 @@ lets each program be compiled once per run.
 """
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -24,12 +25,19 @@ def _share_compiled_programs():
     worker after `jax.clear_caches`, below). The directory is made fresh for each run by
     the first process (the controller; the workers inherit the variable), so a run never
     reads programs of another version of the code."""
-    if "NSJAX_TEST_CACHE_DIR" not in os.environ:
-        os.environ["NSJAX_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="nsjax-test-xla-")
-    return os.environ["NSJAX_TEST_CACHE_DIR"]
+    if "NSJAX_TEST_CACHE_DIR" in os.environ:
+        return os.environ["NSJAX_TEST_CACHE_DIR"], False
+    os.environ["NSJAX_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="nsjax-test-xla-")
+    return os.environ["NSJAX_TEST_CACHE_DIR"], True
 
 
-CACHE_DIR = _share_compiled_programs()
+CACHE_DIR, CACHE_DIR_IS_OURS = _share_compiled_programs()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The process that made the cache removes it (the controller, after its workers)."""
+    if CACHE_DIR_IS_OURS:
+        shutil.rmtree(CACHE_DIR, ignore_errors=True)
 
 import jax  # noqa: E402
 import pytest  # noqa: E402

@@ -80,8 +80,9 @@ class Problem:
         sample_weight: per-example weights cᵢ ≥ 0, shape (n,), not all 0: the risk becomes
             (1/n) Σᵢ cᵢ ℓ(Sᵢ, yᵢ) (cᵢ = 1 is the unweighted problem; cᵢ = 0 drops example
             i; scikit-learn's ``C Σᵢ sample_weightᵢ ℓᵢ`` is this divided by C n). For the
-            losses with one score per example (Hinge, Logistic, Squared: `Weighted`), with
-            every solver but the Nesterov ones (AGMEF, AGMEF1, Pragam), which refuse.
+            losses that subclass `nsjax.losses.base.Weighted` (Hinge, Logistic, Squared,
+            MulticlassHinge), with every solver but the Nesterov ones (AGMEF, AGMEF1,
+            Pragam), which refuse.
 
     Raises:
         ValueError / TypeError: on bad input, before anything is compiled, naming the
@@ -492,8 +493,8 @@ def _check_sample_weight(c, loss, n, dtype):
 
     if not isinstance(loss, Weighted):
         raise ValueError(f"sample_weight needs a loss that weighs its examples (Hinge, "
-                         f"Logistic, Squared); {type(loss).__name__} does not. Repeat or drop "
-                         "examples instead.")
+                         f"Logistic, Squared, MulticlassHinge); {type(loss).__name__} does "
+                         "not. Repeat or drop examples instead.")
     if isinstance(c, (str, bytes)) or np.shape(c) != (n,):
         raise ValueError(f"sample_weight must be an array of shape (n,) = ({n},), one weight "
                          f"per example; got shape {np.shape(c)}.")

@@ -31,7 +31,7 @@ How the parameters map onto nsjax's problem J(w) = λΩ(w) + (1/n) Σᵢ ℓ(x�
 - ``sample_weight`` (in ``fit``) and ``class_weight``: per-example weights cᵢ in nsjax's
   risk (1/n) Σᵢ cᵢ ℓᵢ (`nsjax.Problem`'s ``sample_weight``), scikit-learn's C Σᵢ cᵢ ℓᵢ
   divided by C n. The regressors normalize ``sample_weight`` to sum to n first, as
-  scikit-learn's ``ElasticNet`` does. The Crammer–Singer loss takes no weights.
+  scikit-learn's ``ElasticNet`` does.
 
 A fit that does not reach ``tol`` issues scikit-learn's ``ConvergenceWarning``.
 
@@ -247,10 +247,6 @@ class _LinearClassifier(_Multilabel, ClassifierMixin, _LinearModel):
             per_class = compute_class_weight(self.class_weight, classes=self.classes_, y=y)
             weights = per_class[index] * (1.0 if weights is None else weights)
         one = self.classes_.size == 2 or self._one_problem_for_all_classes()
-        if weights is not None and one and self.classes_.size > 2:
-            raise ValueError(f"{type(self).__name__} with multi_class='crammer_singer' takes "
-                             "no sample_weight or class_weight (nsjax's multiclass hinge "
-                             "weighs every example the same); use multi_class='ovr'.")
         problems = ([self._problem(X, index, lam, dtype, weights)] if one else
                     [self._problem(X, (index == k).astype(np.int32), lam, dtype, weights)
                      for k in range(self.classes_.size)])
@@ -367,8 +363,7 @@ class LinearSVC(_LinearClassifier):
         intercept_scaling: that column's value.
         class_weight: None, "balanced" (n / (K · count of the class)) or a dict class →
             weight: each example's weight is its class's (times ``fit``'s
-            ``sample_weight``), as in scikit-learn. Not with "crammer_singer" on more than
-            two classes (nsjax's multiclass hinge weighs every example the same).
+            ``sample_weight``), as in scikit-learn.
         tol: stop at a certified gap ≤ tol · max(1, |J|).
         max_iter: the most solver steps per problem.
         warm_start: start from the previous fit's coefficients (same shapes).

@@ -74,14 +74,16 @@ def random_binary(seed, n, d, sparse=False, nnz=None):
     return X, y, lam
 
 
-def cvxpy_multiclass_optimum(X, y, lam, K):
-    """min_W λ/2‖W‖² + mean_i max_z [1(z ≠ y_i) + x_iᵀ(w_z − w_{y_i})] (Crammer–Singer)."""
+def cvxpy_multiclass_optimum(X, y, lam, K, sample_weight=None):
+    """min_W λ/2‖W‖² + mean_i max_z [1(z ≠ y_i) + x_iᵀ(w_z − w_{y_i})] (Crammer–Singer);
+    with ``sample_weight`` c, (1/n) Σ_i c_i max_z [...]."""
     n, d = X.shape
     W = cp.Variable((d, K))
     S = X @ W
     Y1 = np.eye(K)[y]
     true = cp.reshape(cp.sum(cp.multiply(S, Y1), axis=1), (n, 1), order="C")
-    risk = cp.sum(cp.max(1 - Y1 + S - true, axis=1)) / n
+    c = np.ones(n) if sample_weight is None else np.asarray(sample_weight, float)
+    risk = cp.sum(cp.multiply(c, cp.max(1 - Y1 + S - true, axis=1))) / n
     prob = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(W) + risk))
     prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
     return prob.value

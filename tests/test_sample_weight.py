@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference import cvxpy_optimum
+from reference import cvxpy_multiclass_optimum, cvxpy_optimum
 
 import nsjax
 
@@ -53,6 +53,22 @@ def test_default_solve_reaches_the_weighted_cvxpy_optimum_with_a_valid_gap(loss,
              "squared": 0.5 * (S - y) ** 2}[loss]
     J = 0.5 * LAM * float(coef @ coef) + np.mean(c * terms)
     assert float(sol.value) == pytest.approx(J, rel=1e-10)
+
+
+def test_weighted_crammer_singer_reaches_the_cvxpy_optimum_with_a_valid_gap():
+    """MulticlassHinge with weights: each example's pieces scaled by cᵢ, the end-of-run
+    certificate (a band fit on those pieces) included."""
+    X, _, c = data(4)
+    y = np.argmax(X[:, :3] + 0.3 * np.random.default_rng(4).normal(size=(N, 3)), axis=1)
+    prob = nsjax.Problem(nsjax.losses.MulticlassHinge(), nsjax.regularizers.L2(LAM), X, y,
+                         sample_weight=c)
+    J_star = cvxpy_multiclass_optimum(X, y, LAM, 3, sample_weight=c)
+    sol = nsjax.solve(prob, tol=1e-8)
+    assert sol.result == nsjax.RESULTS.successful
+    assert -1e-9 <= float(sol.value) - J_star <= float(sol.gap) + 1e-9
+    # The conjugate agrees with the pieces: a subgradient's dual value is a lower bound.
+    S = prob.scores(sol.w)
+    assert float(prob.dual_value(prob.loss.dscores(S, prob.y), S=S)) <= J_star + 1e-9
 
 
 @pytest.mark.parametrize("solver", [nsjax.solvers.BMRM(), nsjax.solvers.OBA()],
@@ -131,8 +147,8 @@ def test_bad_weights_are_refused_naming_the_argument(weights, error, match):
 def test_losses_and_solvers_without_weights_refuse_them_before_compiling():
     X, y, c = data()
     with pytest.raises(ValueError, match="sample_weight needs a loss that weighs"):
-        nsjax.Problem(nsjax.losses.MulticlassHinge(), nsjax.regularizers.L2(LAM), X,
-                      np.arange(N) % 3, sample_weight=c)
+        nsjax.Problem(nsjax.losses.MultilabelHinge(), nsjax.regularizers.L2(LAM), X,
+                      [[i % 3] for i in range(N)], sample_weight=c)
     prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(LAM), X, y,
                          sample_weight=c)
     for solver in (nsjax.solvers.Pragam(), nsjax.solvers.AGMEF()):

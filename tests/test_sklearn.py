@@ -27,16 +27,11 @@ from nsjax.sklearn import ElasticNet, Lasso, LinearSVC, LogisticRegression
 #   removed samples to rtol 1e-7; nsjax stops at the certified gap tol (1e-4 by default),
 #   so two fits agree to that gap, not to 1e-7. The equivalence itself is tested to 1e-8 in
 #   tests/test_sample_weight.py (integer weights = repeated examples).
-# - LinearSVC's default multi_class="crammer_singer" takes no sample or class weights (the
-#   multiclass hinge weighs every example the same); it refuses them with a message.
 EQUIVALENCE = ("fits agree to the certified gap tol (1e-4), not to rtol 1e-7; the "
                "equivalence is tested in tests/test_sample_weight.py")
-CRAMMER_SINGER = "the Crammer-Singer loss takes no sample or class weights (it refuses them)"
 EXPECTED_FAILURES = {
-    "LinearSVC": {"check_sample_weights_list": CRAMMER_SINGER,
-                  "check_sample_weight_equivalence_on_dense_data": CRAMMER_SINGER,
-                  "check_sample_weight_equivalence_on_sparse_data": CRAMMER_SINGER,
-                  "check_class_weight_classifiers": CRAMMER_SINGER},
+    "LinearSVC": {"check_sample_weight_equivalence_on_dense_data": EQUIVALENCE,
+                  "check_sample_weight_equivalence_on_sparse_data": EQUIVALENCE},
     "LogisticRegression": {"check_sample_weight_equivalence_on_dense_data": EQUIVALENCE,
                            "check_sample_weight_equivalence_on_sparse_data": EQUIVALENCE},
     "ElasticNet": {},
@@ -229,11 +224,15 @@ def test_lasso_on_sparse_input_fits_its_intercept_as_a_bias():
     X, y = nsjax.datasets.diabetes()
     X = np.where(np.abs(X) < 0.5, 0.0, X)  # a sparse matrix with room for an intercept
     ref = linear_model.Lasso(alpha=0.5, tol=1e-14, max_iter=1_000_000).fit(X, y)
-    ours = Lasso(alpha=0.5, tol=1e-10).fit(sp.csr_matrix(X), y)
+    # subLBFGS with a bias (the orthant-wise solvers take none) stalls short of 1e-10: its
+    # iterates have no exact zeros, and its certified gap stays near 1e-6 · J.
+    with pytest.warns(ConvergenceWarning, match="Lasso did not reach tol=1e-10: stalled"):
+        ours = Lasso(alpha=0.5, tol=1e-10).fit(sp.csr_matrix(X), y)
     assert isinstance(ours, ElasticNet) and ours.l1_ratio == 1.0
     J = _elastic_net_objective(X, y, ours.coef_, ours.intercept_, 0.5, 1.0)
     J_ref = _elastic_net_objective(X, y, ref.coef_, ref.intercept_, 0.5, 1.0)
-    assert J_ref <= J <= J_ref + 1e-9 * J_ref  # subLBFGS with a bias: no exact zeros
+    assert J_ref <= J <= J_ref + 1e-9 * J_ref
+    assert ours.duality_gap_ <= 1e-5 * J  # a certificate, if a loose one
     assert ours.intercept_ == pytest.approx(ref.intercept_, rel=1e-4)
     dense = Lasso(alpha=0.5, fit_intercept=False, tol=1e-10).fit(X, y)
     assert dense.intercept_ == 0.0 and np.abs(dense.coef_).sum() > 0
@@ -260,7 +259,7 @@ def test_sample_weight_and_class_weight_equal_liblinear_and_scikit_learn():
     assert _relative_error(ours.coef_, w_star) <= 1e-5
     # LogisticRegression: class weights times sample weights, a free intercept (lbfgs).
     weights = {0: 3.0, 1: 0.5}
-    ours = LogisticRegression(C=2.0, class_weight=weights, tol=1e-8).fit(
+    ours = LogisticRegression(C=2.0, class_weight=weights, tol=1e-9).fit(
         X, y, sample_weight=c)
     ref = linear_model.LogisticRegression(C=2.0, class_weight=weights, tol=1e-12,
                                           max_iter=100_000).fit(X, y, sample_weight=c)
@@ -270,8 +269,6 @@ def test_sample_weight_and_class_weight_equal_liblinear_and_scikit_learn():
     ref = linear_model.LogisticRegression(class_weight="balanced", tol=1e-12,
                                           max_iter=100_000).fit(X, y)
     assert _relative_error(balanced.coef_, ref.coef_) <= 1e-5
-    with pytest.raises(ValueError, match="crammer_singer.*use multi_class='ovr'"):
-        LinearSVC(class_weight="balanced").fit(*nsjax.datasets.iris())
     with pytest.raises(ValueError, match=r"sample_weight.shape"):
         LinearSVC().fit(X, y, sample_weight=c[:-1])
 

@@ -24,7 +24,10 @@ and may give
   which a problem with an unregularized bias needs for its certified gap (paper 004,
   eq. 22); a loss without it refuses ``bias=True``;
 - ``dual_certificate(problem, w, S)``: a tight lower bound on min J near w and the products
-  with X it cost (the hinge's band fit, `nsjax.losses.hinge_certificate`).
+  with X it cost (the hinge's band fit, `nsjax.losses.hinge_certificate`);
+- per-example weights, by subclassing `Weighted` (a ``weights`` field, None by default, and
+  each 1/n replaced by the example's mass cᵢ/n), so that ``Problem(..., sample_weight=c)``
+  takes them.
 
 The labels a loss accepts and how it encodes them come from ``encode_labels`` and
 ``num_outputs`` (`nsjax.losses.labels`); ``prepare`` checks and casts the loss's own
@@ -95,7 +98,7 @@ def snap_to_max(b: jax.Array) -> jax.Array:
 class Weighted:
     """A loss whose examples may carry weights cᵢ ≥ 0 (``Problem(..., sample_weight=c)``):
     R(S) = (1/n) Σᵢ cᵢ ℓ(Sᵢ, yᵢ). Every formula then replaces the 1/n of example i by its
-    mass cᵢ/n (`mass`, `per_example`, `weighted_mean`); without weights the formulas are
+    mass cᵢ/n (`per_example`, `weighted_mean`); without weights the formulas are
     the unweighted ones, operation for operation."""
 
     def with_weights(self, weights):
@@ -115,23 +118,33 @@ class Weighted:
             return jnp.mean(terms)
         return jnp.vdot(self.weights, terms) / terms.shape[0]
 
+    def per_example_inverse(self, x):
+        """(x divided by each example's mass cᵢ/n, 0 where cᵢ = 0; whether x is 0 wherever
+        cᵢ = 0): `per_example` undone, for dual points (R*(u) = +inf unless uᵢ = 0 where
+        cᵢ = 0)."""
+        n = x.shape[0]
+        if self.weights is None:
+            return x * n, jnp.asarray(True)
+        c = self.weights.reshape((n,) + (1,) * (x.ndim - 1))
+        return (jnp.where(c > 0, x * n / jnp.where(c > 0, c, 1.0), 0.0),
+                jnp.all(jnp.where(c > 0, True, x == 0)))
+
     def dual_coefficients(self, u, y):
         """(β, inside) for a score-space point u = −β∘y∘c/n of a binary loss: β where
         cᵢ > 0 (0 where cᵢ = 0), and whether uᵢ = 0 wherever cᵢ = 0 (else R*(u) = +inf)."""
-        n = u.shape[0]
-        if self.weights is None:
-            return -u * y * n, jnp.asarray(True)
-        c = self.weights
-        beta = jnp.where(c > 0, -u * y * n / jnp.where(c > 0, c, 1.0), 0.0)
-        return beta, jnp.all(jnp.where(c > 0, True, u == 0))
+        return self.per_example_inverse(-u * y)
 
     def center_binary_dual(self, u, y):
         """For a binary loss whose R* is finite on u = −β∘y∘c/n, β ∈ [0, 1]ⁿ (hinge,
-        logistic): the dual point of that box with Σᵢ uᵢ = 0 nearest to u (in β; Σu = 0 is
-        Σ cᵢyᵢβᵢ = 0), by the exact projection onto a box cut by a hyperplane
+        logistic): the dual point of that box with Σᵢ uᵢ = 0 nearest to u (in β, weighted
+        by c; Σu = 0 is Σ cᵢyᵢβᵢ = 0), by the exact projection onto a box cut by a hyperplane
         (`project_box_section`). The box holds β = 0, so the set is never empty."""
         beta, _ = self.dual_coefficients(u, y)
         beta = jnp.clip(beta, 0.0, 1.0)
-        a = y if self.weights is None else y * self.weights
-        beta = project_box_section(beta, a, 0.0, 0.0, 1.0).x
+        if self.weights is None:
+            beta = project_box_section(beta, y, 0.0, 0.0, 1.0).x
+        else:  # nearest in Σ cᵢ(βᵢ − β⁰ᵢ)², so that every β moves alike, as without weights
+            c = self.weights
+            beta = project_box_section(beta, y * c, 0.0, 0.0, 1.0,
+                                       weights=jnp.where(c > 0, c, 1.0)).x
         return -self.per_example(beta * y)

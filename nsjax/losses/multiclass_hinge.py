@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.base import Loss, active_tol, snap_to_max
+from nsjax.losses.base import Loss, Weighted, active_tol, snap_to_max
 from nsjax.losses.labels import MulticlassLabels, checked_delta
 from nsjax.losses.max_affine_certificate import Pieces, max_affine_dual_certificate
 
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class MulticlassHinge(MulticlassLabels, Loss):
+class MulticlassHinge(MulticlassLabels, Weighted, Loss):
     """R(S) = (1/n) Σ_i max_z [Δ(z, z_i) + S_iz − S_iz_i] for scores S = X W, W of shape (d, K).
 
     Margin rescaling (eq. 35); with ``rescaling="slack"`` the slack-rescaled variant of
@@ -24,6 +24,9 @@ class MulticlassHinge(MulticlassLabels, Loss):
     Along W + ηP each example's loss is the maximum of K lines (eq. 43), so the exact line
     search of Alg. 5 applies. The oracle (eq. 41) picks, among the maximum-loss labels
     Z_i*, the one steepest along P.
+
+    With sample weights c (`Weighted`), (1/n) Σ_i c_i max_z [...]: since c_i ≥ 0, example
+    i's pieces are scaled by c_i (its lines, subgradients and dual points with it).
 
     Duality: each example's loss is a maximum of K affine pieces of its scores, the piece of
     label z with offset Δ(z, z_i) and slope e_z − e_{z_i} (times Δ(z, z_i) for slack
@@ -51,6 +54,8 @@ class MulticlassHinge(MulticlassLabels, Loss):
 
     delta: jax.Array | None = None
     rescaling: str = field(default="margin", metadata=dict(static=True))
+    #: Per-example weights c (``Problem(..., sample_weight=c)``), or None.
+    weights: jax.Array | None = None
 
     def __post_init__(self):
         if self.rescaling not in ("margin", "slack"):
@@ -80,13 +85,14 @@ class MulticlassHinge(MulticlassLabels, Loss):
 
     def risk(self, S, y):
         """R(S) = mean_i max_z [Δ(z, z_i) + S_iz − S_iz_i] (eq. 35; slack: footnote 2)."""
-        return jnp.mean(jnp.max(self._values(S, y), axis=1))
+        return self.weighted_mean(jnp.max(self._values(S, y), axis=1))
 
     def _score_grad(self, S, y, weights):
-        """Σ_z weights_z · coef_z (e_z − e_{z_i}) / n: a score-space subgradient."""
+        """Σ_z weights_z · coef_z (e_z − e_{z_i}) / n (times c_i with sample weights): a
+        score-space subgradient."""
         g = weights * self._coef(S, y)
         onehot = jax.nn.one_hot(y, S.shape[1], dtype=S.dtype)
-        return (g - onehot * jnp.sum(g, axis=1, keepdims=True)) / S.shape[0]
+        return self.per_example(g - onehot * jnp.sum(g, axis=1, keepdims=True))
 
     def dscores(self, S, y):
         """The average over the maximum-loss labels Z_i* (eq. 37)."""
@@ -106,14 +112,16 @@ class MulticlassHinge(MulticlassLabels, Loss):
 
     def lines(self, S, dS, y):
         """K lines per example along S + η dS (eq. 43)."""
-        n = S.shape[0]
-        return snap_to_max(self._values(S, y)) / n, self._slopes(S, dS, y) / n
+        return (self.per_example(snap_to_max(self._values(S, y))),
+                self.per_example(self._slopes(S, dS, y)))
 
     def _pieces(self, S, y):
         """The K affine pieces of each example (`Pieces`): offset Δ(z, z_i), slope
         e_z − e_{z_i} (times Δ(z, z_i) for slack); the true label's piece is neutral."""
-        return Pieces(offsets=self._values(jnp.zeros_like(S), y),
-                      slopes=lambda dS: self._slopes(S, dS, y),
+        # With sample weights, example i's pieces scaled by c_i (c_i max = max of c_i ·).
+        c = 1.0 if self.weights is None else self.weights[:, None]
+        return Pieces(offsets=c * self._values(jnp.zeros_like(S), y),
+                      slopes=lambda dS: c * self._slopes(S, dS, y),
                       dual=lambda weights: self._score_grad(S, y, weights),
                       neutral=jax.nn.one_hot(y, S.shape[1], dtype=bool))
 
@@ -122,7 +130,8 @@ class MulticlassHinge(MulticlassLabels, Loss):
         and whether u is in dom R* up to `active_tol`: α ≥ 0, Σ_{z≠z_i} α_iz ≤ 1, Σ_z u_iz = 0
         and, for slack rescaling, u_iz = 0 where Δ(z, z_i) = 0 (z ≠ z_i)."""
         n, K = u.shape
-        nu = n * u
+        # n u_i (n u_i / c_i with weights; u_i must be 0 where c_i = 0).
+        nu, weighted_inside = self.per_example_inverse(u)
         off = ~jax.nn.one_hot(y, K, dtype=bool)
         eps = active_tol(jnp.ones((), u.dtype))
         if self.rescaling == "margin":
@@ -133,7 +142,8 @@ class MulticlassHinge(MulticlassLabels, Loss):
             alpha = jnp.where(off & (D > 0), nu / jnp.where(D > 0, D, 1.0), 0.0)
             flat = off & (D <= 0)  # pieces equal to the true label's: no weight to carry
         total = jnp.sum(nu, axis=1)
-        inside = (jnp.all(alpha >= -eps) & jnp.all(jnp.sum(alpha, axis=1) <= 1 + eps)
+        inside = (weighted_inside & jnp.all(alpha >= -eps)
+                  & jnp.all(jnp.sum(alpha, axis=1) <= 1 + eps)
                   & jnp.all(jnp.abs(total) <= eps * jnp.maximum(1.0, jnp.sum(jnp.abs(nu), 1)))
                   & jnp.all(jnp.where(flat, jnp.abs(nu) <= eps, True)))
         return alpha, inside
@@ -143,7 +153,8 @@ class MulticlassHinge(MulticlassLabels, Loss):
         (margin: α_iz = n u_iz; slack: n u_iz / Δ(z, z_i), so R*(u) = −Σ_{z≠z_i} u_iz), +inf
         outside the domain (within `active_tol`, as `Hinge.conjugate`)."""
         alpha, inside = self._dual_weights(u, y)
-        return jnp.where(inside, -jnp.sum(alpha * self._delta(u, y)) / u.shape[0], jnp.inf)
+        loss = jnp.sum(alpha * self._delta(u, y), axis=1)
+        return jnp.where(inside, -self.weighted_mean(loss), jnp.inf)
 
     def dual_scale_limit(self, u, y):
         """R*(s u) = s R*(u) while s Σ_{z≠z_i} α_iz ≤ 1 (the rest of the weight sits on the
