@@ -99,14 +99,21 @@ def test_l1_logistic_regression_equals_liblinear():
     np.testing.assert_array_equal(ours.coef_ != 0, ref.coef_ != 0)  # the same support
 
 
+def _one_vs_rest_reference(C, X, y):
+    return OneVsRestClassifier(linear_model.LogisticRegression(
+        C=C, tol=1e-12, max_iter=100_000)).fit(X, y)
+
+
+def _weights_of(one_vs_rest):
+    """[coef | intercept] of a fitted OneVsRestClassifier, one row per class."""
+    return np.vstack([np.append(e.coef_, e.intercept_) for e in one_vs_rest.estimators_])
+
+
 def test_one_vs_rest_logistic_regression_equals_scikit_learn():
     X, y = nsjax.datasets.iris()
     ours = LogisticRegression(C=10.0, tol=1e-12).fit(X, y)
-    ref = OneVsRestClassifier(linear_model.LogisticRegression(
-        C=10.0, tol=1e-12, max_iter=100_000)).fit(X, y)
-    coef = np.vstack([e.coef_ for e in ref.estimators_])
-    intercept = np.concatenate([e.intercept_ for e in ref.estimators_])
-    assert _relative_error(np.c_[ours.coef_, ours.intercept_], np.c_[coef, intercept]) <= 1e-5
+    ref = _one_vs_rest_reference(10.0, X, y)
+    assert _relative_error(np.c_[ours.coef_, ours.intercept_], _weights_of(ref)) <= 1e-5
     np.testing.assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-5)
     assert ours.n_iter_.shape == (3,) and ours.duality_gap_.shape == (3,)
 
@@ -290,11 +297,8 @@ def test_multilabel_targets_are_one_vs_rest_as_in_scikit_learn():
     for i, row in enumerate(labels):
         Y[i, row] = 1
     ours = LogisticRegression(C=1.0, tol=1e-12).fit(X, Y)
-    ref = OneVsRestClassifier(linear_model.LogisticRegression(
-        C=1.0, tol=1e-12, max_iter=100_000)).fit(X, Y)
-    coef = np.vstack([e.coef_ for e in ref.estimators_])
-    intercept = np.concatenate([e.intercept_ for e in ref.estimators_])
-    assert _relative_error(np.c_[ours.coef_, ours.intercept_], np.c_[coef, intercept]) <= 1e-5
+    ref = _one_vs_rest_reference(1.0, X, Y)
+    assert _relative_error(np.c_[ours.coef_, ours.intercept_], _weights_of(ref)) <= 1e-5
     np.testing.assert_array_equal(ours.classes_, np.arange(4))
     np.testing.assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-5)
     np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
