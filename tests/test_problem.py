@@ -185,6 +185,8 @@ def test_design_matrix_products_agree():
         D = nsjax.DesignMatrix.from_any(form)
         np.testing.assert_allclose(np.asarray(D.mv(jnp.asarray(w))), X @ w, rtol=1e-12)
         np.testing.assert_allclose(np.asarray(D.rmv(jnp.asarray(a))), X.T @ a, rtol=1e-12)
+        A = rng.normal(size=(30, 3))  # multiclass scores: Xᵀ of each column
+        np.testing.assert_allclose(np.asarray(D.rmv(jnp.asarray(A))), X.T @ A, rtol=1e-12)
         np.testing.assert_allclose(np.asarray(D.row_sq_norms()),
                                    np.asarray(X.multiply(X).sum(1)).ravel(), rtol=1e-12)
         np.testing.assert_allclose(np.asarray(D.sq_rmv(jnp.asarray(a))),
