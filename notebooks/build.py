@@ -137,8 +137,8 @@ QUICKSTART = preamble(md("""
 
     With no solver given, `nsjax.solve` uses `nsjax.solvers.Hybrid()` (subLBFGS's fast
     start, then a bundle method that closes the certified gap). It is also the slowest to
-    compile: about 10 s on a 2-core CPU, once per shape and kind of problem, and twice that
-    for `sweep`'s vmapped program. The smoke-test size therefore passes `BMRM()` (Smola et
+    compile: about 10 s on a 2-core CPU, once per shape and kind of problem, and as long
+    again for `sweep`'s program. The smoke-test size therefore passes `BMRM()` (Smola et
     al. 2007), which compiles in half the time and solves these problems to the same
     tolerances. Everything below uses `SOLVER`.
     """),
@@ -230,8 +230,9 @@ QUICKSTART = preamble(md("""
     md("""
     ## 4. A regularization path with `sweep`
 
-    `nsjax.sweep` solves the problem for several strengths λ in one compiled, vmapped
-    program; the fields of the returned `Solution` are stacked along a first axis.
+    `nsjax.sweep` solves the problem for several strengths λ in one compiled program,
+    from the largest λ down, each solve starting from the previous solution; the fields
+    of the returned `Solution` are stacked along a first axis, in the order of `lams`.
     """),
     code("""
     lams = np.logspace(-1, -4, 4 if SMALL else 7)
@@ -971,8 +972,10 @@ AGM_EF = preamble(md("""
     md("""
     ## The certified gap against the iteration
 
-    `nsjax.sweep` runs all λ in one compiled, vmapped program. `history.gap` is the
-    certified duality gap (best $J$ so far minus the best dual value so far).
+    `nsjax.sweep(..., warm_start=False)` runs all λ in one compiled, vmapped program, each
+    from w = 0 as in the paper (the default path would warm-start each λ from the last).
+    `history.gap` is the certified duality gap (best $J$ so far minus the best dual value
+    so far).
     """),
     code("""
     prob = nsjax.Problem(nsjax.losses.Logistic(), nsjax.regularizers.L2(lams[0]), X, y)
@@ -981,7 +984,8 @@ AGM_EF = preamble(md("""
     for name, solver in (("AGM-EF-inf (Alg. 1-2)", nsjax.solvers.AGMEF(scheme="primal")),
                          ("AGM-EF-1 (Alg. 3-4)", nsjax.solvers.AGMEF1(scheme="primal"))):
         start = time.perf_counter()
-        path = nsjax.sweep(prob, lams, solver, tol=1e-13, max_steps=MAX_STEPS)
+        path = nsjax.sweep(prob, lams, solver, tol=1e-13, max_steps=MAX_STEPS,
+                           warm_start=False)
         jax.block_until_ready(path.w)
         results[name] = path
         print(f"{name}: {time.perf_counter() - start:.1f} s for {len(lams)} lambda "

@@ -1,12 +1,13 @@
 """The one driver: a solver's init / step / terminate under a single `lax.while_loop`.
 
 `solve` compiles once per (shapes, dtypes, solver options, max_steps): the problem's data,
-λ and tol are traced arguments. `sweep` vmaps the same loop over λ, so a whole
-regularization path is one XLA program. The loop owns what every solver shares: the step
-count, the best iterate and best lower bound (`nsjax.solvers.base.Best`), the history
-(`History`: each step's J, the best J so far and its certified gap, NaN-padded) and the
-non-finite guard: a step that produces a non-finite J or w never enters the best iterate,
-and the run stops with `RESULTS.nonfinite`, returning the best finite iterate.
+λ and tol are traced arguments. `sweep` runs that loop along a path of λ (warm started, a
+`lax.scan`) or vmaps it over λ, so a whole regularization path is one XLA program. The loop
+owns what every solver shares: the step count, the best iterate and best lower bound
+(`nsjax.solvers.base.Best`), the history (`History`: each step's J, the best J so far and its
+certified gap, NaN-padded) and the non-finite guard: a step that produces a non-finite J or
+w never enters the best iterate, and the run stops with `RESULTS.nonfinite`, returning the
+best finite iterate.
 
 `solve` can itself be called under the user's `jax.jit` or `jax.vmap` (for example over a
 batch of same-shape problems, see `solve_batch`); the checks that need concrete values are
@@ -113,9 +114,23 @@ def _run(problem, w0, tol, solver, max_steps, progress=0):
 _run_jit = jax.jit(_run, static_argnames=("solver", "max_steps", "progress"))
 
 
-@functools.partial(jax.jit, static_argnames=("solver", "max_steps"))
-def _sweep_jit(problem, lams, w0, tol, solver, max_steps):
-    return jax.vmap(lambda lam: _run(problem.with_lam(lam), w0, tol, solver, max_steps))(lams)
+@functools.partial(jax.jit, static_argnames=("solver", "max_steps", "warm_start"))
+def _sweep_jit(problem, lams, w0, tol, solver, max_steps, warm_start=True):
+    if not warm_start:
+        return jax.vmap(lambda lam: _run(problem.with_lam(lam), w0, tol, solver,
+                                         max_steps))(lams)
+
+    # One strength after another, each solve from the last one's solution (a scan: one
+    # compiled body; a strength costs its own steps only). The path runs from the largest
+    # strength down (the sparsest, best-conditioned solution first); the solutions are
+    # put back in the order of lams.
+    def solve_from(w, lam):
+        sol = _run(problem.with_lam(lam), w, tol, solver, max_steps)
+        return sol.w, sol
+
+    order = jnp.argsort(-lams, stable=True)
+    sols = jax.lax.scan(solve_from, w0, lams[order])[1]
+    return jax.tree_util.tree_map(lambda x: x[jnp.argsort(order)], sols)
 
 
 def default_solver(problem) -> Solver:
@@ -370,14 +385,31 @@ def _warn_unless_all_successful(solver, sols, what):
     return sols
 
 
-def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6):
-    """Solve ``problem`` for every strength in ``lams`` in one compiled, vmapped program.
+def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6, *,
+          warm_start=True):
+    """Solve ``problem`` for every strength in ``lams`` in one compiled program.
 
-    The strength is the regularizer's (λ of `L2`); see `Problem.with_lam`.
+    The strength is the regularizer's (λ of `L2`); see `Problem.with_lam`. The strength is
+    traced: another list of the same length reuses the program.
+
+    Args:
+        problem, solver, max_steps, tol: as for `solve` (``solver`` defaults to the one
+            `solve` would pick for the smallest strength; ``max_steps`` and ``tol`` hold for
+            each strength).
+        lams: a non-empty 1-D sequence of strengths (≥ 0).
+        w0: the start of the first strength solved (warm_start) or of every one.
+        warm_start: True (default): the regularization path. The strengths are solved
+            one after another from the largest down, each starting from the previous
+            solution (a `lax.scan` of the solve loop), so that a strength costs its own
+            steps only, fewer from a nearby start. False: all strengths at once (a vmapped
+            solve loop). Its lanes advance together, so every lane takes as many steps as
+            the slowest, and each branch of a step is computed for all lanes. It can pay on
+            an accelerator with many small problems.
 
     Returns:
-        A `Solution` whose fields are stacked along a leading axis of length len(lams);
-        ``result`` is an int32 array (compare with `RESULTS` members).
+        A `Solution` whose fields are stacked along a leading axis of length len(lams), in
+        the order of ``lams``; ``result`` is an int32 array (compare with `RESULTS`
+        members).
 
     Example:
         >>> import nsjax
@@ -396,10 +428,13 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6):
     # Each strength as it will be used: a real number, finite, >= 0, within the dtype.
     lams = np.asarray([float(_strength(lam, problem.dtype, f"lams[{i}]"))
                        for i, lam in enumerate(lams)])
+    if not isinstance(warm_start, (bool, np.bool_)):
+        raise TypeError(f"warm_start must be True or False; got {warm_start!r}.")
     solver = _default_solver(solver, problem.with_lam(float(lams.min())))
     _check(solver, problem.with_lam(float(lams.min())))
     sols = _sweep_jit(problem.without_classes(), jnp.asarray(lams, problem.dtype), w0,
-                      jnp.asarray(tol, problem.dtype), solver, int(max_steps))
+                      jnp.asarray(tol, problem.dtype), solver, int(max_steps),
+                      bool(warm_start))
     return _warn_unless_all_successful(solver, sols, "strengths")
 
 

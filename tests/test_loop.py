@@ -18,19 +18,42 @@ def _problem(seed=0, lam=1e-2, n=60, d=8, dtype=None):
     return nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y, dtype=dtype)
 
 
-def test_sweep_equals_separate_solves():
-    # Logistic: smooth, so the vmapped and the single runs follow the same trajectory and
-    # must agree to rounding.
+def _logistic_path():
     X, y, _ = random_binary(0, 60, 8)
     prob = nsjax.Problem(nsjax.losses.Logistic(), nsjax.regularizers.L2(1.0), X, y)
-    lams = np.logspace(-3, 0, 8)
-    sols = nsjax.sweep(prob, lams, SOLVER, max_steps=200, tol=1e-10)
+    return prob, np.logspace(-3, 0, 8)
+
+
+def test_vmapped_sweep_equals_separate_solves():
+    # Logistic: smooth, so the vmapped and the single runs follow the same trajectory and
+    # must agree to rounding.
+    prob, lams = _logistic_path()
+    sols = nsjax.sweep(prob, lams, SOLVER, max_steps=200, tol=1e-10, warm_start=False)
     assert sols.w.shape == (8, 8)
     for i, lam in enumerate(lams):
         one = nsjax.solve(prob.with_lam(lam), SOLVER, max_steps=200, tol=1e-10)
         np.testing.assert_allclose(np.asarray(sols.w[i]), np.asarray(one.w), rtol=1e-8,
                                    atol=1e-10)
         assert int(sols.result[i]) == int(one.result) == RESULTS.successful
+
+
+def test_warm_started_path_agrees_with_solves_in_fewer_steps():
+    # The default sweep: from the largest λ down, each solve from the last solution. Its
+    # solutions are other points within tol of the same optima: J within both certified
+    # gaps, and w by λ-strong convexity, ‖w − w*‖ ≤ √(2 gap/λ) for each.
+    prob, lams = _logistic_path()
+    shuffled = lams[[3, 0, 7, 5, 1, 6, 2, 4]]  # returned in the caller's order
+    sols = nsjax.sweep(prob, shuffled, SOLVER, max_steps=200, tol=1e-10)
+    cold_steps = 0
+    for i, lam in enumerate(shuffled):
+        one = nsjax.solve(prob.with_lam(lam), SOLVER, max_steps=200, tol=1e-10)
+        assert int(sols.result[i]) == int(one.result) == RESULTS.successful
+        gap, one_gap = float(sols.gap[i]), float(one.gap)
+        assert abs(float(sols.value[i]) - float(one.value)) <= gap + one_gap + 1e-15
+        radius = np.sqrt(2 * gap / lam) + np.sqrt(2 * one_gap / lam)
+        assert np.linalg.norm(np.asarray(sols.w[i]) - np.asarray(one.w)) <= radius
+        cold_steps += int(one.num_steps)
+    assert int(np.sum(sols.num_steps)) < cold_steps
 
 
 def test_hinge_sweep_values_within_certified_gaps():
