@@ -385,7 +385,7 @@ class Problem:
             diag = jnp.concatenate([diag, jnp.sum(curvature, axis=0, keepdims=True)])
         return diag + self.reg.smooth_hvp(jnp.ones_like(diag))
 
-    def dual_value(self, u, *, S=None, Xtu=None):
+    def dual_value(self, u, *, S=None, Xtu=None, centered=False):
         """A lower bound on min J from a score-space dual point u.
 
         Fenchel duality: ``D(u) = −R*(u) − (λΩ)*(−Xᵀu) ≤ J*`` for every u. Where the loss has
@@ -403,11 +403,14 @@ class Problem:
             u: the dual point, shape of the scores.
             S: scores at which u is a subgradient (needed without a loss conjugate).
             Xtu: Xᵀu where already known; else one product with Xᵀ.
+            centered: with a bias, whether u is already on Σᵢ uᵢ = 0 within R*'s domain
+                (then it is not projected again: one projection less to compile and run).
         """
         if self.bias:
             # The bias row of the conjugate is then 0 up to rounding: bound it with the
             # inner regularizer, as the problem without the bias row would.
-            u = self.loss.center_dual(u, self.y)
+            if not centered:
+                u = self.loss.center_dual(u, self.y)
             parts = (self.loss, self.reg.inner, self.X)
             inner = Problem.tree_unflatten(
                 (self.classes, self.num_outputs, False, node_types(parts)), (*parts, self.y))

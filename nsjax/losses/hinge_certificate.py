@@ -38,7 +38,8 @@ def hinge_dual_certificate(problem, w, S, iterations=CGLS_ITERATIONS):
     def width(carry, delta):
         best, products = carry
         u, steps = _band_dual_point(problem, w, S, delta, iterations)
-        best = jnp.maximum(best, problem.dual_value(u, S=S))
+        # With a bias, u is on Σu = 0 already (`_band_dual_point`).
+        best = jnp.maximum(best, problem.dual_value(u, S=S, centered=True))
         # The fixed part's Xᵀ, A z0 and Aᵀ of the start, two per CGLS step, the dual's Xᵀ.
         return (best, products + 2 * steps + 4), None
 
