@@ -169,6 +169,76 @@ class Problem:
         return Problem.tree_unflatten((None, self.num_outputs, self.bias, self.node_types),
                                       (self.loss, self.reg, self.X, self.y))
 
+    def shard(self, mesh, axis=None) -> Problem:
+        """This problem with its examples split by rows over the devices of ``mesh``.
+
+        X's rows, the labels' rows and the loss's per-example arrays (sample weights)
+        are placed in equal blocks along the mesh axis ``axis``; everything else (the
+        regularizer, a class-cost matrix) is replicated. The solvers need no change: XLA
+        partitions every compiled program by these placements, so X w and Xᵀu run per
+        block, and the sums over examples (Xᵀu, the risk, the line search's sums over
+        kinks) are combined by XLA's collectives (all-reduce). The results equal the
+        unsharded ones up to the rounding of the sums' order. Across hosts, call
+        `jax.distributed.initialize` first and give a mesh over `jax.devices()` (every
+        process builds the same problem; see the guide).
+
+        Args:
+            mesh: a `jax.sharding.Mesh`, e.g. ``jax.make_mesh((jax.device_count(),),
+                ("rows",))``.
+            axis: the mesh axis to split the rows over (default: its only axis).
+
+        Raises:
+            ValueError: sparse X (its chunked layouts are not split yet: pass dense
+                data), an unknown axis, or a number of examples that the axis's size
+                does not divide (drop or repeat rows to a multiple).
+
+        Example:
+            >>> import jax, nsjax
+            >>> mesh = jax.make_mesh((jax.device_count(),), ("rows",))
+            >>> X, y = nsjax.datasets.breast_cancer()
+            >>> prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-2),
+            ...                      X[:568], y[:568]).shard(mesh)
+            >>> sol = nsjax.solve(prob)  # as on one device
+            >>> prob.X.dense.sharding.spec == jax.sharding.PartitionSpec("rows")
+            True
+        """
+        from jax.sharding import NamedSharding, PartitionSpec
+
+        if not isinstance(mesh, jax.sharding.Mesh):
+            raise TypeError(f"mesh must be a jax.sharding.Mesh (jax.make_mesh(...)); got "
+                            f"{type(mesh).__name__}.")
+        if axis is None:
+            if len(mesh.axis_names) != 1:
+                raise ValueError(f"the mesh has axes {mesh.axis_names}; name the one to "
+                                 "split the rows over with axis=.")
+            axis = mesh.axis_names[0]
+        if axis not in mesh.axis_names:
+            raise ValueError(f"axis {axis!r} is not an axis of the mesh "
+                             f"{mesh.axis_names}.")
+        if self.X.is_sparse:
+            raise ValueError("sharding takes dense X only (the sparse chunked layouts are "
+                             "not split by rows yet); pass X.toarray() or solve on one "
+                             "device.")
+        n, parts = self.X.shape[0], mesh.shape[axis]
+        if n % parts:
+            raise ValueError(f"{n} examples do not split into {parts} equal blocks over "
+                             f"mesh axis {axis!r}: drop or repeat rows to a multiple of "
+                             f"{parts}.")
+        # XLA chooses the layout of every intermediate (JAX's "auto" axes), whatever the
+        # axis types of the caller's mesh: with explicit axes (`jax.make_mesh`'s default),
+        # sharding is part of each array's type and a sort over examples is refused.
+        auto = jax.sharding.Mesh(mesh.devices, mesh.axis_names)
+        rows, whole = NamedSharding(auto, PartitionSpec(axis)), NamedSharding(
+            auto, PartitionSpec())
+
+        def place(x):
+            per_example = jnp.ndim(x) >= 1 and jnp.shape(x)[0] == n
+            # From the host: across processes, each one places its own devices' blocks.
+            return jax.device_put(np.asarray(x), rows if per_example else whole)
+
+        # Every array leaf with one row per example (X, y, sample weights) by rows.
+        return jax.tree_util.tree_map(place, self)
+
     # -- shapes -----------------------------------------------------------------------
     @property
     def w_shape(self) -> tuple:

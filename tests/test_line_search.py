@@ -173,3 +173,31 @@ def test_wolfe_conditions_hold():
     assert bool(res.ok) and float(res.eta) > 0
     assert float(f) <= float(f0) + 1e-4 * float(res.eta) * float(g0)
     assert float(g) >= 0.9 * float(g0)
+
+
+def test_float32_solve_with_the_sort_bracket_equals_bisection_and_float64():
+    # The GPU's path (the sort bracket, float32) run end to end on the CPU, so that a GPU
+    # run is never its first run: the same iterates as the CPU's bisection (the brackets
+    # agree bit for bit), and J within float32's reach of the float64 optimum.
+    import nsjax
+    from nsjax.solvers import ExactLineSearch, SubLBFGS
+
+    X, y = nsjax.datasets.breast_cancer()
+    X = (X - X.mean(0)) / X.std(0)
+    sols = {}
+    for dtype, bracket in [(np.float32, "sort"), (np.float32, "bisect")]:
+        prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-2), X, y,
+                             dtype=dtype)
+        solver = SubLBFGS(line_search=ExactLineSearch(bracket))
+        sols[bracket] = nsjax.solve(prob, solver, max_steps=300, tol=1e-5)
+    by_sort, by_bisection = sols["sort"], sols["bisect"]
+    assert by_sort.w.dtype == jnp.float32
+    np.testing.assert_array_equal(np.asarray(by_sort.history.value),
+                                  np.asarray(by_bisection.history.value))
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-2), X, y)
+    exact = nsjax.solve(prob, tol=1e-10)  # float64, the default solver
+    assert by_sort.result == nsjax.RESULTS.successful and exact.gap <= 1e-10
+    # The float32 solution, evaluated in float64, is as far from the optimum as its
+    # certified gap says (up to float32's rounding of J, ~1e-8 here).
+    j32 = float(prob.objective(jnp.asarray(by_sort.w, jnp.float64)))
+    assert float(exact.value) - 1e-10 <= j32 <= float(exact.value) + float(by_sort.gap) + 1e-6

@@ -1,0 +1,102 @@
+"""Run by `test_sharding.py` in a fresh process with 8 host devices (XLA_FLAGS must be set
+before JAX starts, so not inside the test process): each solver on a problem and on the
+same problem split by rows over the 8 devices (`Problem.shard`). Prints one JSON object:
+per case both runs' J, gap, result, w and steps; whether the sharded program combines
+per-device sums with all-reduce; a sharded sweep.
+
+    python tests/sharded_check.py
+"""
+
+from __future__ import annotations
+
+import os
+
+if __name__ == "__main__":  # not when pytest imports this file for its doctests
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + " --xla_force_host_platform_device_count=8")
+
+import json  # noqa: E402
+import warnings  # noqa: E402
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+import nsjax  # noqa: E402
+from nsjax.loop import _run_jit  # noqa: E402
+
+S, L, R = nsjax.solvers, nsjax.losses, nsjax.regularizers
+N, D = 96, 7  # 96 rows: 12 per device
+
+
+def problem(kind, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D))
+    w = rng.normal(size=D)
+    scores = X @ w + 0.5 * rng.normal(size=N)
+    if kind == "multiclass":
+        y = np.argmax(X @ rng.normal(size=(D, 4)) + rng.normal(size=(N, 4)), axis=1)
+        return nsjax.Problem(L.MulticlassHinge(), R.L2(0.1), X, y)
+    y = np.sign(scores)
+    if kind == "hinge":
+        return nsjax.Problem(L.Hinge(), R.L2(0.1), X, y)
+    if kind == "hinge-bias":
+        return nsjax.Problem(L.Hinge(), R.L2(0.1), X, y, bias=True)
+    if kind == "logistic-weighted":
+        c = rng.uniform(0.5, 2.0, size=N)
+        return nsjax.Problem(L.Logistic(), R.L2(0.1), X, y, sample_weight=c)
+    if kind == "logistic-l1":
+        return nsjax.Problem(L.Logistic(), R.L1(0.02), X, y)
+    raise ValueError(kind)
+
+
+# One configuration per solver family (the smooth cases follow the same path to rounding).
+CASES = [
+    ("Hybrid", S.Hybrid(), "hinge-bias"),
+    ("Hybrid", S.Hybrid(), "multiclass"),
+    ("SubLBFGS", S.SubLBFGS(), "logistic-weighted"),
+    ("BMRM", S.BMRM(), "hinge"),
+    ("OBA", S.OBA(), "logistic-l1"),
+    ("OWLQN", S.OWLQN(), "logistic-l1"),
+    ("AGMEF", S.AGMEF(), "hinge"),
+    ("Pragam", S.Pragam(), "hinge"),
+]
+
+
+def summary(sol):
+    return {"value": float(sol.value), "gap": float(sol.gap), "result": int(sol.result),
+            "steps": int(sol.num_steps), "w": np.asarray(sol.w).tolist()}
+
+
+def main():
+    mesh = jax.make_mesh((8,), ("rows",))
+    out = {"devices": jax.device_count(), "cases": []}
+    warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
+    for name, solver, kind in CASES:
+        prob = problem(kind)
+        sharded = prob.shard(mesh)
+        one = nsjax.solve(prob, solver, max_steps=3000, tol=1e-10)
+        eight = nsjax.solve(sharded, solver, max_steps=3000, tol=1e-10)
+        out["cases"].append({"solver": name, "kind": kind, "one": summary(one),
+                             "eight": summary(eight),
+                             "x_devices": len(sharded.X.dense.sharding.device_set)})
+    # The compiled program of a sharded solve: per-device products, summed by all-reduce.
+    prob = problem("hinge").shard(mesh)
+    hlo = _run_jit.lower(prob.without_classes(), prob.zeros(), 1e-6, solver=S.BMRM(),
+                         max_steps=10).compile().as_text()
+    out["all_reduce"] = "all-reduce" in hlo
+    sols = nsjax.sweep(prob, [0.3, 0.1, 0.03], S.BMRM(), tol=1e-10)
+    out["sweep"] = [float(v) for v in sols.value]
+    out["sweep_solves"] = [float(nsjax.solve(problem("hinge").with_lam(lam), S.BMRM(),
+                                             tol=1e-10).value) for lam in (0.3, 0.1, 0.03)]
+    try:  # 10 rows do not split over 8 devices
+        nsjax.Problem(L.Hinge(), R.L2(0.1), np.ones((10, 2)), np.arange(10) % 2).shard(mesh)
+        out["indivisible"] = None
+    except ValueError as e:
+        out["indivisible"] = str(e)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
