@@ -1,0 +1,139 @@
+"""Compile time of every solver (issue 14, item 3: under 5 s per new shape).
+
+For each solver class, ``nsjax.solve``'s program (``nsjax.loop._run_jit``, max_steps = 500)
+is traced and lowered (``.lower``: JAX's share) and compiled (``.compile()``: XLA's share)
+for a new shape, on a 400 x 30 dense float64 problem (``jax_enable_x64``), without and with
+a bias: the L2 hinge for the hinge solvers, the L1 logistic for OBA, OWL-QN and OWL-QN*, and
+the Crammer-Singer hinge (K = 5) for the default Hybrid. Also the size of the lowered
+program (StableHLO lines, while loops, sorts): XLA's compile time grows with it. The
+compilation cache is cleared before each (``jax.clear_caches``), and no persistent cache is
+used. One measurement each (compile times vary by ~10 % between runs).
+
+Output: a table, ``benchmarks/results/compile_time.json`` and ``benchmarks/compile_time.png``
+(stacked bars: trace + lower, XLA compile; a line at the 5 s target).
+
+    python benchmarks/compile_time.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import nsjax
+from nsjax.loop import _run_jit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import HERE, jsonable, machine  # noqa: E402  (the script's folder is on sys.path)
+
+jax.config.update("jax_enable_x64", True)
+warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
+
+N, D, K, MAX_STEPS, TARGET_S = 400, 30, 5, 500, 5.0
+S = nsjax.solvers
+HINGE = ("Hybrid", "SubLBFGS", "SubBFGS", "BMRM", "LineSearchBMRM", "AGMEF", "AGMEF1",
+         "Pragam")
+L1 = ("OBA", "OWLQN", "OWLQNStar")
+
+
+def problems() -> dict:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, D))
+    y = np.sign(X @ rng.normal(size=D) + rng.normal(size=N))
+    labels = np.argmax(X @ rng.normal(size=(D, K)), axis=1)
+    L, R = nsjax.losses, nsjax.regularizers
+    return {
+        "hinge": lambda b: nsjax.Problem(L.Hinge(), R.L2(1e-2), X, y, bias=b),
+        "logistic-l1": lambda b: nsjax.Problem(L.Logistic(), R.L1(1e-2), X, y, bias=b),
+        "crammer-singer": lambda b: nsjax.Problem(L.MulticlassHinge(), R.L2(1e-2), X,
+                                                  labels),
+    }
+
+
+def measure(prob, solver) -> dict:
+    jax.clear_caches()
+    t0 = time.perf_counter()
+    lowered = _run_jit.lower(prob.without_classes(), jnp.zeros(prob.w_shape, prob.dtype),
+                             jnp.asarray(1e-6, prob.dtype), solver=solver,
+                             max_steps=MAX_STEPS)
+    t1 = time.perf_counter()
+    lowered.compile()
+    t2 = time.perf_counter()
+    text = lowered.as_text()
+    return {"lower_s": t1 - t0, "compile_s": t2 - t1, "total_s": t2 - t0,
+            "hlo_lines": text.count("\n"), "while_loops": text.count("stablehlo.while"),
+            "sorts": text.count("stablehlo.sort")}
+
+
+def cases():
+    for name in HINGE:
+        for bias in (False, True):
+            yield name, "hinge", bias
+    for name in L1:
+        for bias in (False, True):
+            yield name, "logistic-l1", bias
+    yield "Hybrid", "crammer-singer", False
+
+
+def plot(rows: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r['solver']}\n{r['problem']}{' +b' if r['bias'] else ''}" for r in rows]
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(rows)), 4.5))
+    lower = [r["lower_s"] for r in rows]
+    ax.bar(x, lower, color="C0", label="trace + lower (JAX)")
+    ax.bar(x, [r["compile_s"] for r in rows], bottom=lower, color="C1",
+           label="compile (XLA)")
+    ax.axhline(TARGET_S, color="k", ls="--", lw=1, label=f"target {TARGET_S:g} s")
+    ax.set_xticks(x, labels, rotation=90, fontsize=7)
+    ax.set_ylabel("s for a new shape")
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> None:
+    start = time.perf_counter()
+    make = problems()
+    rows = []
+    print(f"{'solver':16s} {'problem':15s} {'bias':>4s} {'lower s':>8s} {'compile s':>9s} "
+          f"{'total s':>8s} {'lines':>6s} {'while':>5s} {'sort':>4s}")
+    for name, kind, bias in cases():
+        r = {"solver": name, "problem": kind, "bias": bias,
+             **measure(make[kind](bias), getattr(S, name)())}
+        rows.append(r)
+        print(f"{name:16s} {kind:15s} {int(bias):4d} {r['lower_s']:8.2f} {r['compile_s']:9.2f} "
+              f"{r['total_s']:8.2f} {r['hlo_lines']:6d} {r['while_loops']:5d} {r['sorts']:4d}",
+              flush=True)
+    over = [r for r in rows if r["total_s"] > TARGET_S]
+    print(f"\n{len(over)} of {len(rows)} over {TARGET_S:g} s: "
+          + ", ".join(f"{r['solver']} {r['problem']}{' +bias' if r['bias'] else ''} "
+                      f"{r['total_s']:.1f} s" for r in over))
+    host = machine()
+    out = HERE / "results" / "compile_time.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(jsonable({
+        "benchmark": "compile_time", "shape": [N, D], "max_steps": MAX_STEPS,
+        "target_s": TARGET_S, "rows": rows, "machine": host,
+        "total_time_s": time.perf_counter() - start}, ()), indent=1))
+    png = HERE / "compile_time.png"
+    plot(rows, png, f"nsjax compile time per new shape, {N} x {D} float64, "
+         f"{host['cpu_model']}, {host['os.cpu_count']} cores, JAX {host['jax']}")
+    print(f"wrote {out} and {png}")
+
+
+if __name__ == "__main__":
+    main()
