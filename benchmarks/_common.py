@@ -10,6 +10,7 @@ gap vs time plot both scripts draw) and JSON conversion. The scripts import it a
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import platform
@@ -365,6 +366,12 @@ def save_figure(plt: Any, fig: Any, title: str, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def save_json(path: Path, payload: dict) -> None:
+    """Write ``payload`` (made `jsonable`) to ``path``, creating its folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(jsonable(payload, ()), indent=1))
 
 
 def jsonable(obj: Any, drop: tuple[str, ...]) -> Any:

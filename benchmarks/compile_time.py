@@ -17,7 +17,6 @@ Output: a table, ``benchmarks/results/compile_time.json`` and ``benchmarks/compi
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import warnings
@@ -31,7 +30,7 @@ import nsjax
 from nsjax.loop import _run_jit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, jsonable, machine  # noqa: E402  (the script's folder is on sys.path)
+from _common import HERE, machine, save_figure, save_json  # noqa: E402  (the script's folder is on sys.path)
 
 jax.config.update("jax_enable_x64", True)
 warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
@@ -99,10 +98,7 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
     ax.set_xticks(x, labels, rotation=90, fontsize=7)
     ax.set_ylabel("s for a new shape")
     ax.legend(fontsize=8)
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(plt, fig, title, path)
 
 
 def main() -> None:
@@ -124,11 +120,9 @@ def main() -> None:
                       f"{r['total_s']:.1f} s" for r in over))
     host = machine()
     out = HERE / "results" / "compile_time.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(jsonable({
-        "benchmark": "compile_time", "shape": [N, D], "max_steps": MAX_STEPS,
-        "target_s": TARGET_S, "rows": rows, "machine": host,
-        "total_time_s": time.perf_counter() - start}, ()), indent=1))
+    save_json(out, {"benchmark": "compile_time", "shape": [N, D], "max_steps": MAX_STEPS,
+                    "target_s": TARGET_S, "rows": rows, "machine": host,
+                    "total_time_s": time.perf_counter() - start})
     png = HERE / "compile_time.png"
     plot(rows, png, f"nsjax compile time per new shape, {N} x {D} float64, "
          f"{host['cpu_model']}, {host['os.cpu_count']} cores, JAX {host['jax']}")

@@ -40,7 +40,6 @@ panel per dtype, lines at 1x and 2x two reads). ``--quick`` writes ``*_quick.*``
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -54,7 +53,7 @@ import numpy as np
 import nsjax
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, jsonable, machine  # noqa: E402  (the folder is on sys.path here)
+from _common import HERE, machine, save_figure, save_json  # noqa: E402  (the folder is on sys.path here)
 
 jax.config.update("jax_enable_x64", True)
 
@@ -207,10 +206,7 @@ def plot(results: dict, title: str, path: Path) -> None:
         ax.set_title(f"{dt}: one read {ref['gb_per_s']:.1f} GB/s", fontsize=10)
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(plt, fig, title, path)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -255,8 +251,7 @@ def main(argv: list[str] | None = None) -> None:
         "total_time_s": time.perf_counter() - start, "table": lines, "notes": notes,
         "results": results, "user_run": user,
     }
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(jsonable(payload, ()), indent=1))
+    save_json(json_path, payload)
     plot(results, f"nsjax per-step time, dense {n:,} x {d:,}, K = {ks} "
          f"({host['cpu_model']}, {host['os.cpu_count']} cores)", png)
     print(f"\nwrote {json_path} and {png} ({time.perf_counter() - start:.0f} s in all)")

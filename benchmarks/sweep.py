@@ -38,7 +38,6 @@ Output: a table, ``benchmarks/results/sweep.json`` (all numbers, machine) and
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 import warnings
@@ -50,7 +49,7 @@ import numpy as np
 import nsjax
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, jsonable, machine  # noqa: E402  (the script's folder is on sys.path)
+from _common import HERE, machine, save_figure, save_json  # noqa: E402  (the script's folder is on sys.path)
 
 jax.config.update("jax_enable_x64", True)
 warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
@@ -141,10 +140,7 @@ def plot(results: dict, title: str, path: Path) -> None:
     ax.set_ylabel(f"s for the 8-strength path (compiled, best of {REPEATS})")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(plt, fig, title, path)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -204,8 +200,7 @@ def main(argv: list[str] | None = None) -> None:
         "machine": host, "total_time_s": time.perf_counter() - start, "table": lines,
         "notes": notes, "results": results,
     }
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(jsonable(payload, ()), indent=1))
+    save_json(json_path, payload)
     plot(results, f"nsjax regularization path, 8 strengths: synthetic sparse {n:,} x {d:,}, "
          f"M={MAX_STEPS}, tol={TOL:g} ({host['cpu_model']})", png)
     print(f"\nwrote {json_path} and {png} ({time.perf_counter() - start:.0f} s in all)")
