@@ -1,0 +1,231 @@
+"""Where one subLBFGS step spends its time, on the binary hinge, in float64 and float32.
+
+Problems: ``Problem(Hinge(), L2(1e-5), X, y)`` with labels mapped to {-1, +1} (as in
+``binary_hinge.py``), on ``nsjax.datasets.synthetic_sparse(50_000, 20_000, 0.0025, seed=0)``
+("sparse", power 1.0) and the text-like set of the same call with ``power=1.1`` (column
+frequencies ∝ (j + 1)^-1.1, unit-norm rows); 5,000 x 2,000 with ``--quick``. float64 via
+``jax_enable_x64``, float32 via ``Problem(..., dtype=np.float32)``.
+
+State: ``solver = SubLBFGS(memory=15, certify=False)``; ``state = solver.init(prob, 0)``,
+then ``jax.jit(lambda p, s: solver.step(p, s))`` applied 30 times. At that state each part
+of ``SubLBFGS.propose`` / ``commit`` is run alone as its own jitted function taking the
+problem and the arrays it needs as arguments (the problem is never closed over), with the
+inputs the step itself would give it (computed once beforehand). Each is timed best of 7
+(``time.perf_counter``, synced with ``jax.block_until_ready``) after one compiling call:
+
+* direction: ``find_direction`` as ``propose`` calls it (Alg. 2; k = its iteration count).
+  Of it, estimated: "X p" = (1 + k) x t(X w), "Xᵀu" = k x t(Xᵀu), "two-loop" = (1 + k) x
+  t(``memory.apply``), each timed alone; "rest" = direction minus these.
+* dual value: ``p.dual_value(d.ubar, S=S, Xtu=d.gbar - d.rbar)``.
+* line search: ``solver.line_search_for(p).search(p, w, S, d.p, d.dS)`` (bracket "auto":
+  bisection on CPUs); ``ExactLineSearch("sort")`` and ``("bisect")`` are timed for comparison.
+* new subgradient: ``p.certified_subgradient(w_new, S_new, d.p, d.dS, ls.theta)``; of it,
+  "Xᵀu" = t(Xᵀu) and "rest" the difference.
+* memory update: ``solver.commit(new, pending).mem`` on the state and pending update that
+  ``propose`` returns (a standalone call writes a new (m, d) memory; inside ``solve``'s
+  loop it is updated in place).
+* whole step: ``solver.step(p, state)``; bookkeeping = whole step - the sum of the five
+  parts above (moving w and S, J(w_new), the curvature test, status and counters). It is
+  reported as is: it can be negative where XLA fuses or overlaps work across parts, and
+  each part timed alone pays one call's overhead that the step pays once, so also shown:
+  bookkeeping + 5 x the time of an empty jitted call (problem and state in, a scalar out).
+* reference, not in the split: t(X w) and t(Xᵀu) alone, the empty call, and the step
+  inside ``solve``'s compiled loop = (t(solve, 40 steps) - t(solve, 20 steps)) / 20
+  (tol = 0, best of 3 each).
+
+Output: a table, ``benchmarks/results/step_profile.json`` (with the machine) and a stacked
+bar per (data set, dtype) in ``benchmarks/step_profile.png`` (``_quick`` with ``--quick``).
+
+    python benchmarks/step_profile.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+import numpy as np  # noqa: E402
+
+import nsjax  # noqa: E402
+from nsjax.solvers.direction import find_direction  # noqa: E402
+from nsjax.solvers.line_search import ExactLineSearch  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+LAM, DENSITY, SEED, MEMORY, WARM_STEPS, REPEATS = 1e-5, 0.0025, 0, 15, 30, 7
+DATASETS = {"sparse": 1.0, "text-like (power 1.1)": 1.1}
+DTYPES = {"float64": np.float64, "float32": np.float32}
+# (key, label) of the stacked parts, in order; their sum is the whole step
+STACK = [("dir_Xp", "direction: X p"), ("dir_Xtu", "direction: Xᵀu"),
+         ("dir_twoloop", "direction: two-loop"), ("dir_rest", "direction: rest"),
+         ("dual", "dual value"), ("line_search", "line search (auto)"),
+         ("subgrad_Xtu", "new subgradient: Xᵀu"), ("subgrad_rest", "new subgradient: rest"),
+         ("commit", "memory update"), ("bookkeeping", "bookkeeping")]
+
+
+def best_ms(fn, *args, repeats=REPEATS):
+    out = jax.block_until_ready(fn(*args))  # compiles
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t)
+    return 1e3 * min(times), out
+
+
+def profile(prob, solver):
+    memory, ls_obj = solver.quasi_newton_memory(), solver.line_search_for(prob)
+    step = jax.jit(lambda p, s: solver.step(p, s))
+    state = solver.init(prob, prob.zeros())
+    for _ in range(WARM_STEPS):
+        state = step(prob, state)
+    w, S = state.core.w, state.S
+    r = {"status": int(state.status), "J": float(state.core.value)}
+
+    r["Xw"], _ = best_ms(jax.jit(lambda p, w: p.scores(w)), prob, w)
+    r["Xtu"], _ = best_ms(jax.jit(lambda p, u: p.rmv(u)), prob, state.u)
+    r["twoloop"], _ = best_ms(jax.jit(lambda m, g: memory.apply(m, g)), state.mem, state.g)
+    r["direction"], d = best_ms(jax.jit(
+        lambda p, s: find_direction(p, memory, s.mem, s.core.w, s.S, s.g, s.u, s.g_reg,
+                                    solver.eps, solver.k_max)), prob, state)
+    k = int(d.iterations)
+    r["direction_iterations"] = k
+    r["dir_Xp"], r["dir_Xtu"], r["dir_twoloop"] = ((1 + k) * r["Xw"], k * r["Xtu"],
+                                                    (1 + k) * r["twoloop"])
+    r["dir_rest"] = r["direction"] - r["dir_Xp"] - r["dir_Xtu"] - r["dir_twoloop"]
+    r["dual"], _ = best_ms(jax.jit(
+        lambda p, d, S: p.dual_value(d.ubar, S=S, Xtu=d.gbar - d.rbar)), prob, d, S)
+    search = {}
+    for name, obj in (("line_search", ls_obj), ("ls_sort", ExactLineSearch("sort")),
+                      ("ls_bisect", ExactLineSearch("bisect"))):
+        r[name], search[name] = best_ms(jax.jit(
+            lambda p, w, S, d, obj=obj: obj.search(p, w, S, d.p, d.dS)), prob, w, S, d)
+    ls = search["line_search"]
+    r["line_search_bracket"], r["kinks_passed"] = ls_obj.bracket, int(ls.evaluations)
+    r["eta_sort_equals_bisect"] = bool(search["ls_sort"].eta == search["ls_bisect"].eta)
+    eta = jax.numpy.where(d.ok & ls.ok & (ls.eta > 0), ls.eta, 0.0)
+    w_new, S_new = w + eta * d.p, S + eta * d.dS
+    r["subgradient"], _ = best_ms(jax.jit(
+        lambda p, w, S, d, th: p.certified_subgradient(w, S, d.p, d.dS, th)),
+        prob, w_new, S_new, d, ls.theta)
+    r["subgrad_Xtu"] = r["Xtu"]
+    r["subgrad_rest"] = r["subgradient"] - r["Xtu"]
+    new, _, pending = jax.jit(lambda p, s: solver.propose(p, s))(prob, state)
+    # only .mem out: commit changes nothing else, and the state's 20 buffers would add
+    # their own call overhead
+    r["commit"], _ = best_ms(jax.jit(lambda s, q: solver.commit(s, q).mem), new, pending)
+    r["dispatch"], _ = best_ms(jax.jit(lambda p, s: s.core.value + 1), prob, state)
+    r["step"], _ = best_ms(step, prob, state)
+    r["parts_sum"] = r["direction"] + r["dual"] + r["line_search"] + r["subgradient"] + r[
+        "commit"]
+    r["bookkeeping"] = r["step"] - r["parts_sum"]
+    r["bookkeeping_less_dispatch"] = r["bookkeeping"] + 5 * r["dispatch"]
+    r["step_in_loop"] = in_loop_ms(prob, solver)
+    return r
+
+
+def in_loop_ms(prob, solver, k0=20, k1=40):
+    t = {}
+    for k in (k0, k1):
+        t[k], sol = best_ms(lambda p, k=k: nsjax.solve(p, solver, max_steps=k, tol=0.0), prob,
+                            repeats=3)
+        assert int(sol.num_steps) == k, f"solve stopped at {int(sol.num_steps)} of {k} steps"
+    return (t[k1] - t[k0]) / (k1 - k0)
+
+
+def rows(r):
+    """(part, ms) lines of the table, in print order."""
+    k = r["direction_iterations"]
+    return [("X w (alone)", r["Xw"]), ("Xᵀu (alone)", r["Xtu"]),
+            ("two-loop B v (alone)", r["twoloop"]),
+            (f"direction (k = {k})", r["direction"]),
+            (f"  X p, est. {1 + k} x", r["dir_Xp"]), (f"  Xᵀu, est. {k} x", r["dir_Xtu"]),
+            (f"  two-loop, est. {1 + k} x", r["dir_twoloop"]), ("  rest", r["dir_rest"]),
+            ("dual value", r["dual"]),
+            (f"line search ({r['line_search_bracket']})", r["line_search"]),
+            ("  sort bracket", r["ls_sort"]), ("  bisect bracket", r["ls_bisect"]),
+            ("new subgradient", r["subgradient"]), ("  of it Xᵀu", r["subgrad_Xtu"]),
+            ("memory update", r["commit"]), ("sum of the 5 parts", r["parts_sum"]),
+            ("bookkeeping (step - sum)", r["bookkeeping"]),
+            ("  + 5 x call overhead", r["bookkeeping_less_dispatch"]),
+            ("whole step", r["step"]), ("call overhead (empty jit)", r["dispatch"]),
+            ("step in solve's loop", r["step_in_loop"])]
+
+
+def plot(results, title, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = list(results)
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.7 * len(labels)))
+    left = np.zeros(len(labels))
+    for i, (key, name) in enumerate(STACK):
+        ms = np.array([max(results[lab][key], 0.0) for lab in labels])  # < 0: not drawn
+        ax.barh(labels, ms, left=left, color=plt.cm.tab10(i), label=name,
+                hatch="//" if "Xp" in key or "Xtu" in key else None, edgecolor="white")
+        left += ms
+    for y, lab in enumerate(labels):
+        r = results[lab]
+        ax.plot([r["step"]] * 2, [y - 0.45, y + 0.45], "k-", lw=2)
+        ax.plot(r["step_in_loop"], y, "kx", ms=8)
+        ax.annotate(f" step {r['step']:.3g} ms, in loop {r['step_in_loop']:.3g} ms",
+                    (max(left[y], r["step"]), y), va="center", fontsize=8)
+    ax.set_xlabel("ms (bars: the parts, hatched: products with X, Xᵀ, negative parts not "
+                  "drawn; |: whole step; x: a step in solve's loop)")
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.35 * max(left.max(), max(r["step"] for r in results.values())))
+    ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / (
+        1.2 + 0.7 * len(labels))))
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="5,000 x 2,000 problems")
+    args = parser.parse_args(argv)
+    n, d = (5_000, 2_000) if args.quick else (50_000, 20_000)
+    suffix = "_quick" if args.quick else ""
+    sys.path.insert(0, str(HERE))
+    from _common import machine, save_json
+
+    solver = nsjax.solvers.SubLBFGS(memory=MEMORY, certify=False)
+    results = {}
+    print(f"subLBFGS(memory={MEMORY}, certify=False), binary hinge, lam={LAM:g}, {n:,} x "
+          f"{d:,}, state after {WARM_STEPS} steps; ms best of {REPEATS}")
+    print(f"{'data set':24s} {'dtype':8s} {'part':28s} {'ms':>9s} {'% step':>7s}")
+    for ds, power in DATASETS.items():
+        X, y = nsjax.datasets.synthetic_sparse(n, d, DENSITY, seed=SEED, power=power)
+        y = np.where(y > 0, 1.0, -1.0)
+        for dt_name, dt in DTYPES.items():
+            prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(LAM), X, y,
+                                 dtype=dt)
+            r = profile(prob, solver)
+            r.update(nnz=int(X.nnz), dtype=dt_name, power=power)
+            results[f"{ds}, {dt_name}"] = r
+            for part, ms in rows(r):
+                print(f"{ds:24s} {dt_name:8s} {part:28s} {ms:9.3f} "
+                      f"{100 * ms / r['step']:6.1f}%", flush=True)
+            print(f"{'':33s} status {r['status']}, J = {r['J']:.10g}, kinks passed "
+                  f"{r['kinks_passed']}, sort and bisect give the same eta: "
+                  f"{r['eta_sort_equals_bisect']}")
+    out = HERE / "results" / f"step_profile{suffix}.json"
+    save_json(out, {"machine": machine(), "n": n, "d": d, "density": DENSITY, "lam": LAM,
+                    "memory": MEMORY, "warm_steps": WARM_STEPS, "repeats": REPEATS,
+                    "ms": results})
+    png = HERE / f"step_profile{suffix}.png"
+    plot(results, f"subLBFGS step split, binary hinge lam={LAM:g}, {n:,} x {d:,}, after "
+         f"{WARM_STEPS} steps", png)
+    print(f"wrote {out} and {png}")
+
+
+if __name__ == "__main__":
+    main()
