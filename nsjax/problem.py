@@ -174,7 +174,9 @@ class Problem:
 
         X's rows, the labels' rows and the loss's per-example arrays (sample weights)
         are placed in equal blocks along the mesh axis ``axis``; everything else (the
-        regularizer, a class-cost matrix) is replicated. The solvers need no change: XLA
+        regularizer, a class-cost matrix) is replicated. Sparse X is first cut into one
+        block of rows per device, each with its own row and column layouts
+        (`DesignMatrix.split_rows`). The solvers need no change: XLA
         partitions every compiled program by these placements, so X w and Xᵀu run per
         block, and the sums over examples (Xᵀu, the risk, the line search's sums over
         kinks) are combined by XLA's collectives (all-reduce). The results equal the
@@ -188,8 +190,7 @@ class Problem:
             axis: the mesh axis to split the rows over (default: its only axis).
 
         Raises:
-            ValueError: sparse X (its chunked layouts are not split yet: pass dense
-                data), an unknown axis, or a number of examples that the axis's size
+            ValueError: an unknown axis, or a number of examples that the axis's size
                 does not divide (drop or repeat rows to a multiple).
 
         Example:
@@ -215,15 +216,14 @@ class Problem:
         if axis not in mesh.axis_names:
             raise ValueError(f"axis {axis!r} is not an axis of the mesh "
                              f"{mesh.axis_names}.")
-        if self.X.is_sparse:
-            raise ValueError("sharding takes dense X only (the sparse chunked layouts are "
-                             "not split by rows yet); pass X.toarray() or solve on one "
-                             "device.")
         n, parts = self.X.shape[0], mesh.shape[axis]
         if n % parts:
             raise ValueError(f"{n} examples do not split into {parts} equal blocks over "
                              f"mesh axis {axis!r}: drop or repeat rows to a multiple of "
                              f"{parts}.")
+        if self.X.blocks not in (1, parts):
+            raise ValueError(f"X is already cut into {self.X.blocks} blocks of rows; shard "
+                             "the unsharded problem.")
         # XLA chooses the layout of every intermediate (JAX's "auto" axes), whatever the
         # axis types of the caller's mesh: with explicit axes (`jax.make_mesh`'s default),
         # sharding is part of each array's type and a sort over examples is refused.
@@ -231,13 +231,19 @@ class Problem:
         rows, whole = NamedSharding(auto, PartitionSpec(axis)), NamedSharding(
             auto, PartitionSpec())
 
-        def place(x):
-            per_example = jnp.ndim(x) >= 1 and jnp.shape(x)[0] == n
+        def place(x, by_rows):
             # From the host: across processes, each one places its own devices' blocks.
-            return jax.device_put(np.asarray(x), rows if per_example else whole)
+            return jax.device_put(np.asarray(x), rows if by_rows else whole)
 
-        # Every array leaf with one row per example (X, y, sample weights) by rows.
-        return jax.tree_util.tree_map(place, self)
+        # Every array leaf with one row per example (X, y, sample weights) by rows; sparse
+        # X cut into one block of rows per device, every array of its layout by block.
+        X = self.X.split_rows(parts)
+        X = jax.tree_util.tree_map(lambda x: place(x, True), X)
+        loss, y = jax.tree_util.tree_map(
+            lambda x: place(x, jnp.ndim(x) >= 1 and jnp.shape(x)[0] == n), (self.loss, self.y))
+        reg = jax.tree_util.tree_map(lambda x: place(x, False), self.reg)
+        return Problem.tree_unflatten((self.classes, self.num_outputs, self.bias,
+                                       self.node_types), (loss, reg, X, y))
 
     # -- shapes -----------------------------------------------------------------------
     @property

@@ -20,6 +20,7 @@ import warnings  # noqa: E402
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -48,6 +49,11 @@ def problem(kind, seed=0):
         return nsjax.Problem(L.Logistic(), R.L2(0.1), X, y, sample_weight=c)
     if kind == "logistic-l1":
         return nsjax.Problem(L.Logistic(), R.L1(0.02), X, y)
+    if kind.endswith("-sparse"):  # X's rows cut into one block per device
+        Xs = sp.random(N, 30, density=0.2, random_state=seed, format="csr")
+        ys = np.sign(Xs @ rng.normal(size=30) + 0.1 * rng.normal(size=N))
+        loss = L.Hinge() if kind.startswith("hinge") else L.Logistic()
+        return nsjax.Problem(loss, R.L2(0.1), Xs, ys)
     raise ValueError(kind)
 
 
@@ -57,6 +63,8 @@ CASES = [
     ("Hybrid", S.Hybrid(), "multiclass"),
     ("SubLBFGS", S.SubLBFGS(), "logistic-weighted"),
     ("BMRM", S.BMRM(), "hinge"),
+    ("BMRM", S.BMRM(), "hinge-sparse"),
+    ("SubLBFGS", S.SubLBFGS(), "logistic-sparse"),
     ("OBA", S.OBA(), "logistic-l1"),
     ("OWLQN", S.OWLQN(), "logistic-l1"),
     ("AGMEF", S.AGMEF(), "hinge"),
@@ -78,14 +86,19 @@ def main():
         sharded = prob.shard(mesh)
         one = nsjax.solve(prob, solver, max_steps=3000, tol=1e-10)
         eight = nsjax.solve(sharded, solver, max_steps=3000, tol=1e-10)
+        placed = sharded.X.by_row.value if sharded.X.is_sparse else sharded.X.dense
         out["cases"].append({"solver": name, "kind": kind, "one": summary(one),
                              "eight": summary(eight),
-                             "x_devices": len(sharded.X.dense.sharding.device_set)})
+                             "x_devices": len(placed.sharding.device_set)})
     # The compiled program of a sharded solve: per-device products, summed by all-reduce.
     prob = problem("hinge").shard(mesh)
     hlo = _run_jit.lower(prob.without_classes(), prob.zeros(), 1e-6, solver=S.BMRM(),
                          max_steps=10).compile().as_text()
     out["all_reduce"] = "all-reduce" in hlo
+    sparse = problem("hinge-sparse").shard(mesh)
+    hlo = _run_jit.lower(sparse.without_classes(), sparse.zeros(), 1e-6, solver=S.BMRM(),
+                         max_steps=10).compile().as_text()
+    out["all_reduce_sparse"] = "all-reduce" in hlo
     sols = nsjax.sweep(prob, [0.3, 0.1, 0.03], S.BMRM(), tol=1e-10)
     out["sweep"] = [float(v) for v in sols.value]
     out["sweep_solves"] = [float(nsjax.solve(problem("hinge").with_lam(lam), S.BMRM(),
