@@ -344,9 +344,11 @@ class DesignMatrix:
             return S.reshape((self.shape[0],) + S.shape[2:])
         return self.by_row.mv(w)
 
-    def _by_block(self, a):
-        """a (n, ...) as (blocks, n / blocks, ...): each block's rows."""
-        return a.reshape((self.blocks, self.shape[0] // self.blocks) + a.shape[1:])
+    def _summed_over_blocks(self, product, a):
+        """Σ over the blocks of ``product(block's column layout, block's rows of a)``: a
+        product with Xᵀ of blocked sparse X (an all-reduce once the blocks are placed)."""
+        rows = a.reshape((self.blocks, self.shape[0] // self.blocks) + a.shape[1:])
+        return jnp.sum(jax.vmap(product)(self.by_col, rows), axis=0)
 
     def rmv(self, a: jax.Array) -> jax.Array:
         """Xᵀ a, shape (d,) or (d, K)."""
@@ -357,9 +359,8 @@ class DesignMatrix:
             if a.ndim == 1:
                 return jnp.sum(self.dense * a[:, None], axis=0)
             return jnp.matmul(a.T, self.dense, precision=jax.lax.Precision.HIGHEST).T
-        if self.blocks > 1:  # each block's Xᵀa, summed
-            return jnp.sum(jax.vmap(lambda cols, ab: cols.mv(ab))(self.by_col,
-                                                                   self._by_block(a)), axis=0)
+        if self.blocks > 1:
+            return self._summed_over_blocks(Chunks.mv, a)
         return self.by_col.mv(a)
 
     def sq_rmv(self, a: jax.Array) -> jax.Array:
@@ -370,8 +371,7 @@ class DesignMatrix:
             # first write that square out (128–204 ms).
             return jnp.sum(self.dense * self.dense * a[:, None], axis=0)
         if self.blocks > 1:
-            return jnp.sum(jax.vmap(lambda cols, ab: cols.sq_mv(ab))(self.by_col,
-                                                                      self._by_block(a)), axis=0)
+            return self._summed_over_blocks(Chunks.sq_mv, a)
         return self.by_col.sq_mv(a)
 
     def row_sq_norms(self) -> jax.Array:

@@ -130,7 +130,8 @@ def _sweep_jit(problem, lams, w0, tol, solver, max_steps, warm_start=True):
 
     order = jnp.argsort(-lams, stable=True)
     sols = jax.lax.scan(solve_from, w0, lams[order])[1]
-    return jax.tree_util.tree_map(lambda x: x[jnp.argsort(order)], sols)
+    inverse = jnp.argsort(order)
+    return jax.tree_util.tree_map(lambda x: x[inverse], sols)
 
 
 def default_solver(problem) -> Solver:

@@ -56,6 +56,12 @@ def test_warm_started_path_agrees_with_solves_in_fewer_steps():
     assert int(np.sum(sols.num_steps)) < cold_steps
 
 
+def test_sweep_refuses_a_warm_start_that_is_not_a_bool():
+    prob, lams = _logistic_path()
+    with pytest.raises(TypeError, match="warm_start must be True or False"):
+        nsjax.sweep(prob, lams, SOLVER, warm_start="yes")
+
+
 def test_hinge_sweep_values_within_certified_gaps():
     # On the hinge, rounding differences between batched and single products can send the
     # runs down different kinks; both must still land within their certified gaps.
