@@ -1,5 +1,6 @@
-"""Multiclass / multilabel hinge: envelope (Alg. 4), exact line search (Alg. 5), oracles
-(eqs. 41, 53) and optima, against brute force, cvxpy and LIBLINEAR's Crammer–Singer."""
+"""Multiclass / multilabel hinge: envelope kinks (Alg. 4's task), exact line search
+(Alg. 5), oracles (eqs. 41, 53) and optima, against brute force, cvxpy and LIBLINEAR's
+Crammer–Singer."""
 
 import functools
 import itertools
@@ -19,11 +20,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 import nsjax
-from nsjax.solvers.envelope import envelope
+from nsjax.solvers.envelope import envelope_kinks
 from nsjax.solvers.line_search import exact_line_search
 
 MC, ML, L2 = nsjax.losses.MulticlassHinge, nsjax.losses.MultilabelHinge, nsjax.regularizers.L2
-ENVELOPE = jax.jit(envelope)
+ENVELOPE = jax.jit(envelope_kinks)
 
 
 # --- envelope ----------------------------------------------------------------------------
@@ -57,17 +58,22 @@ def _side_slope(b, a, pick, fill, x):
 @pytest.mark.parametrize("kind", ["ties_at_L", "parallel", "coincident", "real", "ints"])
 def test_envelope_equals_brute_force(kind, seed):
     rng = np.random.default_rng(seed)
-    for _ in range(40):
-        r = int(rng.integers(1, 31))
-        b, a = _random_lines(rng, r, kind)
-        # Padded to 30 lines with masked ones (offset −inf): one compile, and masks tested.
-        pad = 30 - r
-        env = ENVELOPE(jnp.asarray(np.concatenate([b, np.full(pad, -np.inf)])),
-                       jnp.asarray(np.concatenate([a, np.zeros(pad)])))
-        c = int(env.count)
-        eta, line = np.asarray(env.eta[:c]), np.asarray(env.line[:c])
+    sets = [_random_lines(rng, int(rng.integers(1, 31)), kind) for _ in range(40)]
+    # 40 examples padded to 30 lines with masked ones (offset −inf): one call, masks tested.
+    B = np.full((40, 30), -np.inf)
+    A = np.zeros((40, 30))
+    for i, (b, a) in enumerate(sets):
+        B[i, : b.size], A[i, : a.size] = b, a
+    eta, jump, rows = ENVELOPE(jnp.asarray(B), jnp.asarray(A))
+    # The walk stops one step after the most kinked example's last kink.
+    most = int(np.max(np.sum(np.isfinite(np.asarray(eta)), axis=0)))
+    assert most <= int(rows) <= most + 1
+    eta, jump = np.asarray(eta).T, np.asarray(jump).T  # (examples, kinks)
+    for i, (b, a) in enumerate(sets):
+        c = int(np.sum(np.isfinite(eta[i])))
+        assert np.all(np.isinf(eta[i, c:])) and np.all(jump[i, c:] == 0.0)
         # Brute force: every kink of the max is a pairwise crossing where the maximum
-        # changes slope; find them on the set of all crossings plus a fine grid.
+        # changes slope; find them on the set of all crossings.
         with np.errstate(divide="ignore", invalid="ignore"):
             cross = (b[None, :] - b[:, None]) / (a[:, None] - a[None, :])
         cand = np.unique(cross[np.isfinite(cross) & (cross > 0)])
@@ -75,17 +81,20 @@ def test_envelope_equals_brute_force(kind, seed):
         right = functools.partial(_side_slope, b, a, np.max, -np.inf)
         left = functools.partial(_side_slope, b, a, np.min, np.inf)
         true_kinks = cand[right(cand) > left(cand) + 1e-12] if cand.size else cand
-        np.testing.assert_allclose(eta[1:], true_kinks, rtol=1e-12)
-        assert eta[0] == 0.0
-        # The active line on each segment is the maximum there, and at 0 it is the steepest
-        # of the lines maximal at 0 (the right derivative).
-        ends = np.concatenate([eta, [eta[-1] + 1.0]])
-        mids = 0.5 * (ends[:-1] + ends[1:])
-        np.testing.assert_allclose(b[line] + mids * a[line], top(mids), atol=1e-12)
-        assert a[line[0]] == right(np.zeros(1))[0]
-        grid = np.linspace(0.0, ends[-1] + 3.0, 500)
-        seg = np.searchsorted(eta, grid, side="right") - 1
-        np.testing.assert_allclose(b[line[seg]] + grid * a[line[seg]], top(grid), atol=1e-9)
+        np.testing.assert_allclose(eta[i, :c], true_kinks, rtol=1e-12)
+        if c:
+            np.testing.assert_allclose(jump[i, :c], right(true_kinks) - left(true_kinks),
+                                       atol=1e-12)
+        # The max rebuilt from its value and right slope at 0 and the kinks' jumps is the
+        # brute-force max everywhere (the slope at 0⁺ is that of the steepest line there).
+        grid = np.linspace(0.0, (eta[i, c - 1] if c else 0.0) + 3.0, 500)
+        slope = right(np.zeros(1))[0] + np.concatenate(
+            [[0.0], np.cumsum(jump[i, :c])])[np.searchsorted(eta[i, :c], grid, side="right")]
+        knots = np.concatenate([[0.0], eta[i, :c]])
+        values = top(knots)
+        seg = np.searchsorted(knots, grid, side="right") - 1
+        np.testing.assert_allclose(values[seg] + (grid - knots[seg]) * slope, top(grid),
+                                   atol=1e-9)
 
 
 # --- exact line search ---------------------------------------------------------------------
