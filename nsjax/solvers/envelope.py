@@ -49,34 +49,56 @@ def envelope_kinks(b, a):
         ([1.0, 2.0, inf], [1.0, 1.0, 0.0], 3)
     """
     n, r = b.shape
-    finite = jnp.isfinite(b)
     top = jnp.max(b, axis=1, keepdims=True)
     active = jnp.argmax(jnp.where(b == top, a, -jnp.inf), axis=1)  # steepest maximal at 0
-
-    def gather(v, line):
-        return jnp.take_along_axis(v, line[:, None], axis=1)[:, 0]
-
-    def more_kinks(state):
-        t, _, _, walking, _, _ = state
-        return (t < r) & jnp.any(walking)
-
-    def next_kink(state):
-        t, active, at, walking, eta, jump = state
-        b_c, a_c = gather(b, active), gather(a, active)
-        rise = a - a_c[:, None]
-        steeper = finite & (rise > 0)
-        cross = jnp.where(steeper, (b_c[:, None] - b) / jnp.where(steeper, rise, 1.0), jnp.inf)
-        first = jnp.min(cross, axis=1)
-        overtaker = jnp.argmax(jnp.where(steeper & (cross == first[:, None]), a, -jnp.inf),
-                               axis=1)
-        walking = walking & jnp.isfinite(first)
-        at = jnp.where(walking, jnp.maximum(first, at), at)  # rounding cannot step back
-        eta = eta.at[t].set(jnp.where(walking, at, jnp.inf))
-        jump = jump.at[t].set(jnp.where(walking, gather(a, overtaker) - a_c, 0.0))
-        return t + 1, jnp.where(walking, overtaker, active), at, walking, eta, jump
-
     # Kink t of every example is row t: each step writes one contiguous row.
     state = (jnp.zeros((), jnp.int32), active, jnp.zeros(n, b.dtype), jnp.ones(n, bool),
              jnp.full((r, n), jnp.inf, b.dtype), jnp.zeros((r, n), b.dtype))
-    rows, *_, eta, jump = jax.lax.while_loop(more_kinks, next_kink, state)
-    return eta, jump, rows
+
+    # Every example walks while more than a quarter of them still do ...
+    few = max(n // 4, 1)
+
+    def step_all(state):
+        t, active, at, walking, eta, jump = state
+        active, at, walking, kink, rise = _next_kink(b, a, active, at, walking)
+        return t + 1, active, at, walking, eta.at[t].set(kink), jump.at[t].set(rise)
+
+    state = jax.lax.while_loop(lambda s: (s[0] < r) & (jnp.sum(s[3]) > few), step_all, state)
+
+    # ... then only those still walking, gathered into `few` rows (most examples have one
+    # or two kinks, a few have many: on Letter-like data 2,410 of 16,000 have 3 or more).
+    t, active, at, walking, eta, jump = state
+    rows = jnp.nonzero(walking, size=few, fill_value=n)[0]  # n: a padding row
+    b_few = b.at[rows].get(mode="fill", fill_value=-jnp.inf)
+    a_few = a.at[rows].get(mode="fill", fill_value=0.0)
+
+    def step_few(state):
+        t, active, at, walking, eta, jump = state
+        active, at, walking, kink, rise = _next_kink(b_few, a_few, active, at, walking)
+        return (t + 1, active, at, walking, eta.at[t, rows].set(kink, mode="drop"),
+                jump.at[t, rows].set(rise, mode="drop"))
+
+    state = (t, active.at[rows].get(mode="fill", fill_value=0), at.at[rows].get(mode="fill",
+             fill_value=0.0), walking.at[rows].get(mode="fill", fill_value=False), eta, jump)
+    used, *_, eta, jump = jax.lax.while_loop(lambda s: (s[0] < r) & jnp.any(s[3]), step_few,
+                                             state)
+    return eta, jump, used
+
+
+def _next_kink(b, a, active, at, walking):
+    """One step of the walk for every example: (active, at, walking, kink, jump), where the
+    kink is at `at`, and kink = inf and jump = 0 for examples that no longer walk."""
+    b_c, a_c = _gather(b, active), _gather(a, active)
+    rise = a - a_c[:, None]
+    steeper = jnp.isfinite(b) & (rise > 0)
+    cross = jnp.where(steeper, (b_c[:, None] - b) / jnp.where(steeper, rise, 1.0), jnp.inf)
+    first = jnp.min(cross, axis=1)
+    overtaker = jnp.argmax(jnp.where(steeper & (cross == first[:, None]), a, -jnp.inf), axis=1)
+    walking = walking & jnp.isfinite(first)
+    at = jnp.where(walking, jnp.maximum(first, at), at)  # rounding cannot step back
+    return (jnp.where(walking, overtaker, active), at, walking, jnp.where(walking, at, jnp.inf),
+            jnp.where(walking, _gather(a, overtaker) - a_c, 0.0))
+
+
+def _gather(v, line):
+    return jnp.take_along_axis(v, line[:, None], axis=1)[:, 0]
