@@ -1,10 +1,16 @@
-"""Where one subLBFGS step spends its time, on the binary hinge, in float64 and float32.
+"""Where one subLBFGS step spends its time, on the binary hinge (or, with ``--multiclass``,
+the Crammer–Singer multiclass hinge), in float64 and float32.
 
 Problems: ``Problem(Hinge(), L2(1e-5), X, y)`` with labels mapped to {-1, +1} (as in
 ``binary_hinge.py``), on ``nsjax.datasets.synthetic_sparse(50_000, 20_000, 0.0025, seed=0)``
 ("sparse", power 1.0) and the text-like set of the same call with ``power=1.1`` (column
 frequencies ∝ (j + 1)^-1.1, unit-norm rows); 5,000 x 2,000 with ``--quick``. float64 via
-``jax_enable_x64``, float32 via ``Problem(..., dtype=np.float32)``.
+``jax_enable_x64``, float32 via ``Problem(..., dtype=np.float32)``. With ``--multiclass``:
+``Problem(MulticlassHinge(), L2(lam), X, y)`` for lam in {1e-3, 1e-5} on the Letter-like set
+of ``multiclass_hinge.py`` (``synthetic_sparse(16_000, 16, 1.0, n_classes=26, seed=0)``,
+dense; n = 3,000 with ``--quick``), where the exact line search walks K = 26 lines per
+example, and its line search is split further into the kinks (``line_search.kinks``: the
+envelope walk) and the rest (the bracket and η*).
 
 State: ``solver = SubLBFGS(memory=15, certify=False)``; ``state = solver.init(prob, 0)``,
 then ``jax.jit(lambda p, s: solver.step(p, s))`` applied 30 times. At that state each part
@@ -34,9 +40,10 @@ inputs the step itself would give it (computed once beforehand). Each is timed b
   (tol = 0, best of 3 each).
 
 Output: a table, ``benchmarks/results/step_profile.json`` (with the machine) and a stacked
-bar per (data set, dtype) in ``benchmarks/step_profile.png`` (``_quick`` with ``--quick``).
+bar per (data set, dtype) in ``benchmarks/step_profile.png`` (``_multiclass`` with
+``--multiclass``, ``_quick`` with ``--quick``).
 
-    python benchmarks/step_profile.py [--quick]
+    python benchmarks/step_profile.py [--quick] [--multiclass]
 """
 
 from __future__ import annotations
@@ -53,11 +60,12 @@ import numpy as np  # noqa: E402
 
 import nsjax  # noqa: E402
 from nsjax.solvers.direction import find_direction  # noqa: E402
-from nsjax.solvers.line_search import ExactLineSearch  # noqa: E402
+from nsjax.solvers.line_search import ExactLineSearch, kinks  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LAM, DENSITY, SEED, MEMORY, WARM_STEPS, REPEATS = 1e-5, 0.0025, 0, 15, 30, 7
 DATASETS = {"sparse": 1.0, "text-like (power 1.1)": 1.1}
+MULTICLASS_LAMS = (1e-3, 1e-5)
 DTYPES = {"float64": np.float64, "float32": np.float32}
 # (key, label) of the stacked parts, in order; their sum is the whole step
 STACK = [("dir_Xp", "direction: X p"), ("dir_Xtu", "direction: Xᵀu"),
@@ -105,6 +113,9 @@ def profile(prob, solver):
         r[name], search[name] = best_ms(jax.jit(
             lambda p, w, S, d, obj=obj: obj.search(p, w, S, d.p, d.dS)), prob, w, S, d)
     ls = search["line_search"]
+    if prob.num_outputs > 1:  # the envelope walk alone, on the step's own lines
+        r["kinks"], _ = best_ms(jax.jit(lambda p, w, S, d: kinks(*p.line(w, S, d.p, d.dS)[:2])),
+                                prob, w, S, d)
     r["line_search_bracket"], r["kinks_passed"] = ls_obj.bracket, int(ls.evaluations)
     r["eta_sort_equals_bisect"] = bool(search["ls_sort"].eta == search["ls_bisect"].eta)
     eta = jax.numpy.where(d.ok & ls.ok & (ls.eta > 0), ls.eta, 0.0)
@@ -148,6 +159,7 @@ def rows(r):
             ("dual value", r["dual"]),
             (f"line search ({r['line_search_bracket']})", r["line_search"]),
             ("  sort bracket", r["ls_sort"]), ("  bisect bracket", r["ls_bisect"]),
+            *([("  of it the kinks (walk)", r["kinks"])] if "kinks" in r else []),
             ("new subgradient", r["subgradient"]), ("  of it Xᵀu", r["subgrad_Xtu"]),
             ("memory update", r["commit"]), ("sum of the 5 parts", r["parts_sum"]),
             ("bookkeeping (step - sum)", r["bookkeeping"]),
@@ -188,42 +200,61 @@ def plot(results, title, path):
     plt.close(fig)
 
 
+def problems(args):
+    """(label, Problem, description) for each profiled case."""
+    dtypes = DTYPES.items()
+    if args.multiclass:
+        n = 3_000 if args.quick else 16_000
+        X, y = nsjax.datasets.synthetic_sparse(n, 16, 1.0, n_classes=26, seed=SEED)
+        for lam in MULTICLASS_LAMS:
+            for dt_name, dt in dtypes:
+                yield (f"Letter-like lam={lam:g}, {dt_name}", nsjax.Problem(
+                    nsjax.losses.MulticlassHinge(), nsjax.regularizers.L2(lam), X.toarray(), y,
+                    dtype=dt), dict(n=n, d=16, classes=26, lam=lam, dtype=dt_name))
+        return
+    n, d = (5_000, 2_000) if args.quick else (50_000, 20_000)
+    for ds, power in DATASETS.items():
+        X, y = nsjax.datasets.synthetic_sparse(n, d, DENSITY, seed=SEED, power=power)
+        y = np.where(y > 0, 1.0, -1.0)
+        for dt_name, dt in dtypes:
+            yield (f"{ds}, {dt_name}", nsjax.Problem(
+                nsjax.losses.Hinge(), nsjax.regularizers.L2(LAM), X, y, dtype=dt),
+                dict(n=n, d=d, nnz=int(X.nnz), power=power, lam=LAM, dtype=dt_name))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="5,000 x 2,000 problems")
+    parser.add_argument("--quick", action="store_true",
+                        help="5,000 x 2,000 problems (multiclass: n = 3,000)")
+    parser.add_argument("--multiclass", action="store_true",
+                        help="the Crammer–Singer hinge on the Letter-like set instead")
     args = parser.parse_args(argv)
-    n, d = (5_000, 2_000) if args.quick else (50_000, 20_000)
-    suffix = "_quick" if args.quick else ""
+    name = "step_profile" + ("_multiclass" if args.multiclass else "") + (
+        "_quick" if args.quick else "")
     sys.path.insert(0, str(HERE))
     from _common import machine, save_json
 
     solver = nsjax.solvers.SubLBFGS(memory=MEMORY, certify=False)
     results = {}
-    print(f"subLBFGS(memory={MEMORY}, certify=False), binary hinge, lam={LAM:g}, {n:,} x "
-          f"{d:,}, state after {WARM_STEPS} steps; ms best of {REPEATS}")
-    print(f"{'data set':24s} {'dtype':8s} {'part':28s} {'ms':>9s} {'% step':>7s}")
-    for ds, power in DATASETS.items():
-        X, y = nsjax.datasets.synthetic_sparse(n, d, DENSITY, seed=SEED, power=power)
-        y = np.where(y > 0, 1.0, -1.0)
-        for dt_name, dt in DTYPES.items():
-            prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(LAM), X, y,
-                                 dtype=dt)
-            r = profile(prob, solver)
-            r.update(nnz=int(X.nnz), dtype=dt_name, power=power)
-            results[f"{ds}, {dt_name}"] = r
-            for part, ms in rows(r):
-                print(f"{ds:24s} {dt_name:8s} {part:28s} {ms:9.3f} "
-                      f"{100 * ms / r['step']:6.1f}%", flush=True)
-            print(f"{'':33s} status {r['status']}, J = {r['J']:.10g}, kinks passed "
-                  f"{r['kinks_passed']}, sort and bisect give the same eta: "
-                  f"{r['eta_sort_equals_bisect']}")
-    out = HERE / "results" / f"step_profile{suffix}.json"
-    save_json(out, {"machine": machine(), "n": n, "d": d, "density": DENSITY, "lam": LAM,
-                    "memory": MEMORY, "warm_steps": WARM_STEPS, "repeats": REPEATS,
-                    "ms": results})
-    png = HERE / f"step_profile{suffix}.png"
-    plot(results, f"subLBFGS step split, binary hinge lam={LAM:g}, {n:,} x {d:,}, after "
-         f"{WARM_STEPS} steps", png)
+    what = "multiclass hinge" if args.multiclass else f"binary hinge, lam={LAM:g}"
+    print(f"subLBFGS(memory={MEMORY}, certify=False), {what}, state after {WARM_STEPS} "
+          f"steps; ms best of {REPEATS}")
+    print(f"{'case':34s} {'part':28s} {'ms':>9s} {'% step':>7s}")
+    for label, prob, about in problems(args):
+        r = profile(prob, solver)
+        r.update(about)
+        results[label] = r
+        for part, ms in rows(r):
+            print(f"{label:34s} {part:28s} {ms:9.3f} {100 * ms / r['step']:6.1f}%",
+                  flush=True)
+        print(f"{'':34s} status {r['status']}, J = {r['J']:.10g}, kinks passed "
+              f"{r['kinks_passed']}, sort and bisect give the same eta: "
+              f"{r['eta_sort_equals_bisect']}")
+    out = HERE / "results" / f"{name}.json"
+    save_json(out, {"machine": machine(), "memory": MEMORY, "warm_steps": WARM_STEPS,
+                    "repeats": REPEATS, "ms": results})
+    png = HERE / f"{name}.png"
+    plot(results, f"subLBFGS step split, {what}, after {WARM_STEPS} steps", png)
     print(f"wrote {out} and {png}")
 
 
