@@ -32,7 +32,7 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
   W = 0, each stopped when its certified gap is <= ``STOP_TOL`` = 1e-9 * max(1, |J|) or at
   max_steps (``Caps``: per method, the hybrid with subLBFGS's; lower for subLBFGS, the
   hybrid and the OCAS-like BMRM on the Letter-like set, where their exact line search over
-  n K = 416,000 lines costs about 10 qp-BMRM steps). The hybrid is timed like subLBFGS,
+  n K = 416,000 lines costs several qp-BMRM steps). The hybrid is timed like subLBFGS,
   with ``certify=False`` (as in ``binary_hinge.py``, where its end-of-run hinge
   certificate would be a one-off cost charged to every timed k-step run; it does not act on
   these losses); its final certified gap is its in-loop gap (no extra run).

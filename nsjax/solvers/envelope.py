@@ -14,7 +14,7 @@ sequential per example, and vmapped over examples every push, pop and stack writ
 masked update of an (n, r) array, in a `while_loop` nested in a `fori_loop` over all r
 lines. The walk does O(n r) fused work per kink instead, and its loop runs only as many
 times as the most kinked example has kinks (on Letter-like data, n = 16,000 and r = 26 with
-at most 6 kinks per example: 18 ms against 260 ms; `benchmarks/RESULTS.md`). The worst case,
+at most 6 kinks per example: 12 ms against 264 ms; `benchmarks/RESULTS.md`). The worst case,
 O(r²) per example, is the case where every line is on the envelope.
 
 Parallel lines never cross (no kink); coincident lines and masked lines (b = −inf) are never
