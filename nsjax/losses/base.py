@@ -95,6 +95,15 @@ def snap_to_max(b: jax.Array) -> jax.Array:
     return jnp.where(top - b <= active_tol(top), top, b)
 
 
+def near_max(b: jax.Array) -> jax.Array:
+    """Where `snap_to_max(b)` equals its row's maximum: the entries within `active_tol` of
+    it. One reduction: XLA on CPUs recomputed the snap's row maximum per entry inside the
+    second one (`snap_to_max(b) == max(snap_to_max(b))`: 2.7 ms against 1.1 ms at
+    16,000 × 26)."""
+    top = jnp.max(b, axis=-1, keepdims=True)
+    return (top - b <= active_tol(top)) | (b == top)  # b == top: rows of −inf only
+
+
 class Weighted:
     """A loss whose examples may carry weights cᵢ ≥ 0 (``Problem(..., sample_weight=c)``):
     R(S) = (1/n) Σᵢ cᵢ ℓ(Sᵢ, yᵢ). Every formula then replaces the 1/n of example i by its

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nsjax.losses.base import Loss, active_tol, snap_to_max
+from nsjax.losses.base import Loss, active_tol, near_max, snap_to_max
 from nsjax.losses.labels import is_traced
 
 
@@ -114,5 +114,4 @@ class MaxAffine(Loss):
         return jnp.zeros_like(S).at[i].set(self.slopes[i, j])
 
     def _active(self, S):
-        v = snap_to_max(self._values(S))
-        return v == jnp.max(v, axis=1, keepdims=True)
+        return near_max(self._values(S))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.base import Loss, Weighted, active_tol, snap_to_max
+from nsjax.losses.base import Loss, Weighted, active_tol, near_max, snap_to_max
 from nsjax.losses.labels import MulticlassLabels, checked_delta
 from nsjax.losses.max_affine_certificate import Pieces, max_affine_dual_certificate
 
@@ -97,16 +97,13 @@ class MulticlassHinge(MulticlassLabels, Weighted, Loss):
     def dscores(self, S, y):
         """The average over the maximum-loss labels Z_i* (eq. 37)."""
         # The average over the maximum-loss labels Z_i* (eq. 37): relative interior of ∂R.
-        v = snap_to_max(self._values(S, y))
-        active = (v == jnp.max(v, axis=1, keepdims=True)).astype(S.dtype)
+        active = near_max(self._values(S, y)).astype(S.dtype)
         return self._score_grad(S, y, active / jnp.sum(active, axis=1, keepdims=True))
 
     def argsup(self, S, dS, y):
         """Among Z_i*, the label steepest along dS (eq. 41)."""
         # eq. 41: among Z_i*, the label steepest along the direction.
-        v = snap_to_max(self._values(S, y))
-        rate = jnp.where(v == jnp.max(v, axis=1, keepdims=True), self._slopes(S, dS, y),
-                         -jnp.inf)
+        rate = jnp.where(near_max(self._values(S, y)), self._slopes(S, dS, y), -jnp.inf)
         pick = jax.nn.one_hot(jnp.argmax(rate, axis=1), S.shape[1], dtype=S.dtype)
         return self._score_grad(S, y, pick)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.base import Loss, snap_to_max
+from nsjax.losses.base import Loss, near_max, snap_to_max
 from nsjax.losses.labels import MultilabelLabels, checked_delta
 from nsjax.losses.max_affine_certificate import Pieces, max_affine_dual_certificate
 
@@ -82,15 +82,13 @@ class MultilabelHinge(MultilabelLabels, Loss):
 
     def dscores(self, S, Y):
         """The average over the worst pairs of each example."""
-        v = snap_to_max(self._values(S, Y))
-        active = (v == jnp.max(v, axis=1, keepdims=True)).astype(S.dtype)
+        active = near_max(self._values(S, Y)).astype(S.dtype)
         return self._score_grad(S, active / jnp.sum(active, axis=1, keepdims=True))
 
     def argsup(self, S, dS, Y):
         """A single steepest worst pair per example (eq. 53)."""
-        v = snap_to_max(self._values(S, Y))
-        rate = jnp.where(v == jnp.max(v, axis=1, keepdims=True), self._slopes(dS, Y), -jnp.inf)
-        pick = jax.nn.one_hot(jnp.argmax(rate, axis=1), v.shape[1], dtype=S.dtype)
+        rate = jnp.where(near_max(self._values(S, Y)), self._slopes(dS, Y), -jnp.inf)
+        pick = jax.nn.one_hot(jnp.argmax(rate, axis=1), rate.shape[1], dtype=S.dtype)
         return self._score_grad(S, pick)
 
     def lines(self, S, dS, Y):
