@@ -100,6 +100,7 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     PLOT_FLOOR,
     compile_time,
     first_hit,
+    fmt_time,
     machine,
     rel_subopt,
     save_figure,
@@ -291,10 +292,6 @@ def best_row(case: dict, dt: str) -> dict | None:
     return min(hits, key=lambda r: r["time_to"]["time_s"]) if hits else None
 
 
-def _time(entry: dict | None) -> str:
-    return "not reached" if entry is None else f"{entry['time_s']:.3g} s"
-
-
 def report(results: dict) -> list[str]:
     head = (f"{'dataset':10s} {'lam':>6s} {'dtype':7s} {'method':10s} {'k':>7s} "
             f"{'t(1e-3)':>9s} {'ratio':>6s} {'default':>9s} {'steps':>5s} {'result':>17s} "
@@ -305,12 +302,12 @@ def report(results: dict) -> list[str]:
             lib = c["liblinear"]
             t = lib["time_to"]
             lines.append(f"{ds:10s} {c['lam']:6.0e} {'float64':7s} {'LIBLINEAR':10s} "
-                         f"{(str(t['max_iter']) if t else '-'):>7s} {_time(t):>9s}")
+                         f"{(str(t['max_iter']) if t else '-'):>7s} {fmt_time(t):>9s}")
             for r in c["rows"]:
                 h, d = r["time_to"], r["default"]
                 lines.append(
                     f"{ds:10s} {c['lam']:6.0e} {r['dtype']:7s} {r['method']:10s} "
-                    f"{(str(h['steps']) if h else '-'):>7s} {_time(h):>9s} "
+                    f"{(str(h['steps']) if h else '-'):>7s} {fmt_time(h):>9s} "
                     f"{('n/a' if r['ratio'] is None else format(r['ratio'], '.3g')):>6s} "
                     f"{d['wall_s']:7.3g} s {d['steps']:5d} {d['result']:>17s} "
                     f"{d['gap']:8.1e} {d['rel_subopt_f64']:8.1e}")
