@@ -11,6 +11,17 @@ Certified gap: every dual point α gives D(α) = −αᵀQα/(2λ) + bᵀα ≤ 
 at the QP's optimum) bounds the suboptimality of the best iterate, which is what
 `Solution.w` returns (BMRM's iterates are not monotone in J; the loop keeps the best).
 
+Precision: the bundle (cuts A, offsets b, Gram matrix Q, weights α) is held in float64
+whenever JAX has it (``jax_enable_x64``), whatever the problem's dtype (`bundle_dtype`). The
+QP weighs Q by 1/λ, and at the optimum the cuts nearly cancel: ‖Σ α_i a_i‖² = λ²‖w‖² is
+orders of magnitude below the entries ⟨a_i, a_j⟩ it is made of, so Q must be exact to about
+λ · tol · J. A float32 Gram row over d = 10⁶ coordinates is off by ~3e-5 of its size; at
+λ = 1e-6 that moved the model's value by 7e-3 and left the float32 OCAS-like solve on a
+fixed point (the cut at the model's minimizer already in the bundle) 1 % above J* for 1,400
+steps (issue 14, `benchmarks/large_scale.py`). Reading A in float64 costs 2 × 20 ms a step
+more at c = 128, d = 10⁶ on a 2-core CPU. Without x64 the bundle is float32 and that
+failure remains possible for tiny λ on large d.
+
 Full bundle: cuts with α_i = 0 are dropped, oldest first. If every cut is active, the whole
 bundle is aggregated into one cut (Σ α_i a_i, Σ α_i b_i): a convex combination of minorants of
 R is a minorant, so the lower bound stays valid, and the model's minimum is unchanged.
@@ -34,6 +45,10 @@ from nsjax.solvers.simplex_qp import solve_simplex_qp
 OCAS_MU = 0.1
 
 
+#: The BundleState fields held in `bundle_dtype` (float64 with x64, whatever the problem's).
+WIDE_FIELDS = ("cut_q", "A", "b", "Q", "alpha", "Aalpha")
+
+
 class BundleState(NamedTuple):
     core: Core  # w_t (with line_search="exact": the better of the line-search point and
     #             the cut point), J(w_t), D(α_t) ≤ min J, counters
@@ -48,6 +63,12 @@ class BundleState(NamedTuple):
     age: jax.Array  # (capacity,) insertion order of each cut (larger: newer)
     alpha: jax.Array  # (capacity,) dual weights of the last QP
     Aalpha: jax.Array  # Σ α_i a_i of the last QP (what an aggregation writes)
+
+
+def bundle_dtype(dtype):
+    """The dtype of the bundle for a problem in ``dtype``: float64 where JAX has it (x64
+    on), else ``dtype`` (see the module docstring)."""
+    return jnp.promote_types(dtype, jax.dtypes.canonicalize_dtype(jnp.float64))
 
 
 def check_bundle_problem(problem, name):
@@ -114,19 +135,19 @@ class BMRM(Solver):
             ExactLineSearch().check(problem)
 
     def init(self, problem, w0) -> BundleState:
-        dt = problem.dtype
+        dt, bdt = problem.dtype, bundle_dtype(problem.dtype)
         w0, S, value, a, b = self.cut(problem, w0, problem.scores(w0))
         c = self.capacity
         core = Core(w0, value, jnp.asarray(-jnp.inf, dt),
                     counters(matvecs=2, aggregations=0, dropped_cuts=0))
-        return self.warm_start(core, S, a, b, jnp.zeros((c,) + w0.shape, dt),
-                               jnp.zeros(c, dt), jnp.zeros(c, bool), jnp.zeros(c, jnp.int32))
+        return self.warm_start(core, S, a, b, jnp.zeros((c,) + w0.shape, bdt),
+                               jnp.zeros(c, bdt), jnp.zeros(c, bool), jnp.zeros(c, jnp.int32))
 
     def warm_start(self, core, S, cut_a, cut_b, A, b, valid, age) -> BundleState:
         """The state at ``core.w`` (scores S, pending cut (cut_a, cut_b) taken there) whose
         bundle already holds the cuts (A, b) on the slots ``valid`` (insertion order
         ``age``): any minorants of R, e.g. another solver's subgradients (the hybrid).
-        ``core.stats`` must hold BMRM's counters."""
+        ``core.stats`` must hold BMRM's counters; A and b are in `bundle_dtype`."""
         axes = tuple(range(1, A.ndim))
         c = self.capacity
         Q, q = jax.lax.cond(
@@ -136,7 +157,7 @@ class BMRM(Solver):
         Q = jnp.where(valid[:, None] & valid[None, :], Q, 0.0)
         return BundleState(core=core, S=S, cut_a=cut_a, cut_b=cut_b, cut_q=q, A=A, b=b, Q=Q,
                            valid=valid, age=age, alpha=jnp.zeros(c, A.dtype),
-                           Aalpha=jnp.zeros_like(cut_a))
+                           Aalpha=jnp.zeros(cut_a.shape, A.dtype))
 
     def insert(self, state: BundleState) -> BundleState:
         """Put the pending cut into the bundle, making room first if it is full.
@@ -168,7 +189,8 @@ class BMRM(Solver):
         oldest_inactive = jnp.argmin(jnp.where(inactive, age, big))
         free_slot = jnp.argmin(valid)
         slot = jnp.where(full & ~aggregate, oldest_inactive, free_slot)
-        q = jnp.where(valid, q, 0.0).at[slot].set(jnp.vdot(a, a))
+        a_wide = a.astype(A.dtype)
+        q = jnp.where(valid, q, 0.0).at[slot].set(jnp.vdot(a_wide, a_wide))
         Q = Q.at[slot, :].set(q).at[:, slot].set(q)
         A = A.at[slot].set(a)
         b = b.at[slot].set(state.cut_b)
@@ -198,8 +220,8 @@ class BMRM(Solver):
         alpha = solve_simplex_qp(Q, b, lam, valid, state.alpha, self.qp_iterations)
         Aalpha = jnp.tensordot(alpha, A, axes=1)
         dual = -jnp.vdot(Aalpha, Aalpha) / (2 * lam) + jnp.vdot(alpha, b)  # D(α) ≤ J*
-        w_model = -Aalpha / lam
         w_now, S_now = state.core.w, state.S
+        dual, w_model = dual.astype(w_now.dtype), (-Aalpha / lam).astype(w_now.dtype)
         if problem.bias:  # the model is flat in b (every cut's bias entry is 0): keep it
             w_model = w_model.at[-1].set(w_now[-1])
         S_model = problem.scores(w_model)
@@ -229,6 +251,6 @@ class BMRM(Solver):
 
     @staticmethod
     def gram_row(A, valid, a):
-        """⟨a_i, a⟩ for the bundle's cuts (0 off ``valid``)."""
-        return jnp.where(valid, jnp.tensordot(A, a, axes=a.ndim), 0.0)
+        """⟨a_i, a⟩ for the bundle's cuts (0 off ``valid``), in A's dtype."""
+        return jnp.where(valid, jnp.tensordot(A, a.astype(A.dtype), axes=a.ndim), 0.0)
 

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 from nsjax.results import RESULTS
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.base import Core, Solver, count
-from nsjax.solvers.bmrm import BMRM, BundleState, check_bundle_problem
+from nsjax.solvers.bmrm import BMRM, BundleState, bundle_dtype, check_bundle_problem
 from nsjax.solvers.sublbfgs import PendingUpdate, SubLBFGS, SubQNState, certify_at_end
 
 
@@ -110,14 +110,14 @@ class Hybrid(Solver):
 
     def init(self, problem, w0) -> HybridState:
         sub = self.sublbfgs.init(problem, w0)
-        c, dt = self.bmrm.capacity, problem.dtype
+        c, dt, bdt = self.bmrm.capacity, problem.dtype, bundle_dtype(problem.dtype)
         # w0's subgradient is the first cut, inserted by the first step.
         a, b = problem.dual_cut(sub.u, sub.S, sub.g - sub.g_reg)
         bcore = Core(w0, sub.core.value, jnp.asarray(-jnp.inf, dt),
                      {k: jnp.zeros((), jnp.int32) for k in ("matvecs", "aggregations",
                                                              "dropped_cuts")})
         bundle = self.bundle_solver(problem).warm_start(
-            bcore, sub.S, a, b, jnp.zeros((c,) + w0.shape, dt), jnp.zeros(c, dt),
+            bcore, sub.S, a, b, jnp.zeros((c,) + w0.shape, bdt), jnp.zeros(c, bdt),
             jnp.zeros(c, bool), jnp.zeros(c, jnp.int32))
         phase = jnp.zeros((), jnp.int32)
         recent = jnp.full(self.window + 1, jnp.nan, dt)
