@@ -1,6 +1,7 @@
 """BMRM (paper 001), its line-search variants, the bundle QP, and the Hadamard bounds of 004."""
 
 import cvxpy as cp
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -185,3 +186,37 @@ def test_huge_lam_keeps_the_bound_valid(dtype, lam):
         # J* = R(0) − O(‖X‖²/λ) = 1 to rounding; the bound may not pass it.
         assert float(sol.value) == pytest.approx(1.0, rel=1e-6)
         assert float(sol.gap) >= -4 * float(jnp.finfo(dtype).eps)
+
+
+@pytest.mark.parametrize("solver", [nsjax.solvers.BMRM(line_search="exact"),
+                                    # horizon=1: phase 2 after the first window
+                                    nsjax.solvers.Hybrid(horizon=1.0)],
+                         ids=["ocas-like", "hybrid"])
+def test_float32_problem_keeps_an_exact_float64_bundle(solver):
+    # The QP weighs the Gram matrix by 1/λ; a float32 Gram row over many coordinates left
+    # the 1M x 1M solve at λ = 1e-6 stuck 1 % above J* (`bmrm.py`'s docstring). With x64
+    # on, a float32 problem's bundle is float64: Q is AAᵀ of the stored cuts to float64
+    # rounding, and the lower bound stays below the float64 optimum.
+    X, y = nsjax.datasets.synthetic_sparse(300, 3000, 0.02, seed=1, power=1.1)
+    lam = 1e-4
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y,
+                         dtype=jnp.float32)
+    state, bundle_steps, step = solver.init(prob, prob.zeros()), 0, jax.jit(solver.step)
+    while bundle_steps < 25:  # the hybrid keeps Q up to date in its phase 2 only
+        state = step(prob, state)
+        bundle_steps += int(getattr(state, "phase", 1))
+        assert int(state.core.stats["matvecs"]) < 400
+    bundle = getattr(state, "bundle", state)
+    assert bundle.A.dtype == bundle.Q.dtype == bundle.alpha.dtype == jnp.float64
+    assert state.core.w.dtype == state.core.lower.dtype == jnp.float32
+    A = np.asarray(bundle.A)[np.asarray(bundle.valid)]
+    Q = np.asarray(bundle.Q)[np.ix_(np.asarray(bundle.valid), np.asarray(bundle.valid))]
+    assert len(A) >= 10
+    np.testing.assert_allclose(Q, A @ A.T, rtol=0, atol=1e-13 * np.abs(Q).max())
+    J_star = cvxpy_optimum(X, y, lam, loss="hinge")[0]
+    assert float(state.core.lower) <= J_star * (1 + 1e-6)
+    # Without x64 JAX has no float64: the bundle is then the problem's float32.
+    with jax.enable_x64(False):
+        prob32 = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y)
+        narrow = jax.eval_shape(solver.init, prob32, prob32.zeros())
+        assert getattr(narrow, "bundle", narrow).Q.dtype == jnp.float32
