@@ -9,6 +9,7 @@ from reference import cvxpy_optimum, random_binary
 
 import nsjax
 from nsjax.projections import project_simplex
+from nsjax.solvers.bmrm import REPEATS
 from nsjax.solvers.simplex_qp import simplex_qp_objective, solve_simplex_qp
 
 VARIANTS = {
@@ -220,3 +221,21 @@ def test_float32_problem_keeps_an_exact_float64_bundle(solver):
         prob32 = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y)
         narrow = jax.eval_shape(solver.init, prob32, prob32.zeros())
         assert getattr(narrow, "bundle", narrow).Q.dtype == jnp.float32
+
+
+@pytest.mark.parametrize("solver", [nsjax.solvers.BMRM(line_search="exact"),
+                                    nsjax.solvers.Hybrid()], ids=["ocas-like", "hybrid"])
+def test_a_run_that_repeats_itself_ends_stalled(solver):
+    # With tol = 0 no gap is small enough; once rounding leaves the iterate and the model's
+    # minimizer unchanged, every further step would repeat the last: the run ends there
+    # (it used to run to max_steps), at the optimum to rounding.
+    X, y, _ = random_binary(0, 60, 6)
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.1), X, y)
+    with pytest.warns(nsjax.ConvergenceWarning, match="stalled"):
+        sol = nsjax.solve(prob, solver, tol=0.0, max_steps=400)
+    assert sol.result == nsjax.RESULTS.stalled
+    assert int(sol.num_steps) < 100
+    assert int(sol.stats["repeats"]) == REPEATS
+    J_star = cvxpy_optimum(X, y, 0.1, loss="hinge")[0]
+    assert 0 <= float(sol.gap) <= 1e-12 * J_star
+    assert float(sol.value) == pytest.approx(J_star, rel=1e-9)

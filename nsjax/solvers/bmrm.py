@@ -22,6 +22,12 @@ steps (issue 14, `benchmarks/large_scale.py`). Reading A in float64 costs 2 × 2
 more at c = 128, d = 10⁶ on a 2-core CPU. Without x64 the bundle is float32 and that
 failure remains possible for tiny λ on large d.
 
+Two steps in a row that leave both the iterate and the model's minimizer exactly as they
+were take the same cut twice, and every later step repeats them: after `REPEATS` such steps
+in a row the run ends `RESULTS.stalled` (``stats["repeats"]`` counts them). In exact
+arithmetic that happens only at the optimum (the cut at the model's minimizer closes the gap
+there); in rounding it is the fixed point above, which otherwise runs to max_steps.
+
 Full bundle: cuts with α_i = 0 are dropped, oldest first. If every cut is active, the whole
 bundle is aggregated into one cut (Σ α_i a_i, Σ α_i b_i): a convex combination of minorants of
 R is a minorant, so the lower bound stays valid, and the model's minimum is unchanged.
@@ -35,14 +41,18 @@ import jax
 import jax.numpy as jnp
 
 from nsjax.problem import is_traced
+from nsjax.results import RESULTS
 from nsjax.solvers._options import solver_options
-from nsjax.solvers.base import Core, Solver, count, counters
+from nsjax.solvers.base import Core, Solver, converged, core_of, count, counters
 from nsjax.solvers.bias import bias_cut
 from nsjax.solvers.line_search import ExactLineSearch
 from nsjax.solvers.simplex_qp import solve_simplex_qp
 
 #: OCAS's step past the line-search optimum towards the model's minimizer, for the next cut.
 OCAS_MU = 0.1
+#: Steps in a row that change neither the iterate nor the model's minimizer before a run
+#: ends `RESULTS.stalled` (module docstring).
+REPEATS = 3
 
 
 #: The BundleState fields held in `bundle_dtype` (float64 with x64, whatever the problem's).
@@ -63,6 +73,10 @@ class BundleState(NamedTuple):
     age: jax.Array  # (capacity,) insertion order of each cut (larger: newer)
     alpha: jax.Array  # (capacity,) dual weights of the last QP
     Aalpha: jax.Array  # Σ α_i a_i of the last QP (what an aggregation writes)
+
+
+#: BMRM's counters at its start (`init`; the hybrid's phase 2 starts from the same).
+BUNDLE_COUNTERS = dict(matvecs=2, aggregations=0, dropped_cuts=0, repeats=0)
 
 
 def bundle_dtype(dtype):
@@ -139,7 +153,7 @@ class BMRM(Solver):
         w0, S, value, a, b = self.cut(problem, w0, problem.scores(w0))
         c = self.capacity
         core = Core(w0, value, jnp.asarray(-jnp.inf, dt),
-                    counters(matvecs=2, aggregations=0, dropped_cuts=0))
+                    counters(**BUNDLE_COUNTERS))
         return self.warm_start(core, S, a, b, jnp.zeros((c,) + w0.shape, bdt),
                                jnp.zeros(c, bdt), jnp.zeros(c, bool), jnp.zeros(c, jnp.int32))
 
@@ -204,6 +218,11 @@ class BMRM(Solver):
     def step(self, problem, state: BundleState) -> BundleState:
         return self.iterate(problem, self.insert(state))
 
+    def terminate(self, problem, state, best, tol):
+        """(done, result): the certified gap, else `RESULTS.stalled` after `REPEATS` steps
+        that repeated themselves (module docstring)."""
+        return terminate_bundle(core_of(state).stats, best, tol)
+
     @staticmethod
     def cut(problem, w, S):
         """(w, S, J(w), a, b): `Problem.cut` at w; with a bias, at w's best bias, a cut of
@@ -244,7 +263,10 @@ class BMRM(Solver):
             value = jnp.minimum(value_cut, value_ls)
         else:
             w_new, S_new, value, a, cut_b = self.cut(problem, w_model, S_model)
+        # Nothing moved: the next step takes this step's cut again (module docstring).
+        same = jnp.all(w_new == w_now) & jnp.all(Aalpha == state.Aalpha)
         stats = count(state.core.stats, matvecs=2)
+        stats["repeats"] = jnp.where(same, stats["repeats"] + 1, 0)
         return state._replace(core=Core(w_new, value, dual, stats), S=S_new, cut_a=a,
                               cut_b=cut_b, cut_q=self.gram_row(A, valid, a), alpha=alpha,
                               Aalpha=Aalpha)
@@ -254,3 +276,11 @@ class BMRM(Solver):
         """⟨a_i, a⟩ for the bundle's cuts (0 off ``valid``), in A's dtype."""
         return jnp.where(valid, jnp.tensordot(A, a.astype(A.dtype), axes=a.ndim), 0.0)
 
+
+def terminate_bundle(stats, best, tol):
+    """BMRM's stopping rule (also the hybrid's): converged, or `REPEATS` repeated steps."""
+    done = converged(best.value, best.gap, tol)
+    stalled = ~done & (stats["repeats"] >= REPEATS)
+    result = jnp.where(done, RESULTS.successful,
+                       jnp.where(stalled, RESULTS.stalled, RESULTS.running))
+    return done | stalled, result.astype(jnp.int32)

@@ -34,8 +34,15 @@ import jax.numpy as jnp
 
 from nsjax.results import RESULTS
 from nsjax.solvers._options import solver_options
-from nsjax.solvers.base import Core, Solver, count
-from nsjax.solvers.bmrm import BMRM, BundleState, bundle_dtype, check_bundle_problem
+from nsjax.solvers.base import Core, Solver, count, counters
+from nsjax.solvers.bmrm import (
+    BMRM,
+    BUNDLE_COUNTERS,
+    BundleState,
+    bundle_dtype,
+    check_bundle_problem,
+    terminate_bundle,
+)
 from nsjax.solvers.sublbfgs import PendingUpdate, SubLBFGS, SubQNState, certify_at_end
 
 
@@ -114,8 +121,7 @@ class Hybrid(Solver):
         # w0's subgradient is the first cut, inserted by the first step.
         a, b = problem.dual_cut(sub.u, sub.S, sub.g - sub.g_reg)
         bcore = Core(w0, sub.core.value, jnp.asarray(-jnp.inf, dt),
-                     {k: jnp.zeros((), jnp.int32) for k in ("matvecs", "aggregations",
-                                                             "dropped_cuts")})
+                     counters(**dict.fromkeys(BUNDLE_COUNTERS, 0)))
         bundle = self.bundle_solver(problem).warm_start(
             bcore, sub.S, a, b, jnp.zeros((c,) + w0.shape, bdt), jnp.zeros(c, bdt),
             jnp.zeros(c, bool), jnp.zeros(c, jnp.int32))
@@ -186,6 +192,10 @@ class Hybrid(Solver):
         no_update = PendingUpdate(jnp.zeros_like(w), jnp.zeros_like(w), jnp.array(False),
                                   jnp.array(False))
         return state._replace(core=core, bundle=bundle, t=state.t + 1), no_update
+
+    def terminate(self, problem, state: HybridState, best, tol):
+        """(done, result): the certified gap, else phase 2's repeated steps (`BMRM`)."""
+        return terminate_bundle(state.bundle.core.stats, best, tol)
 
     def postprocess(self, problem, state: HybridState, best, result, tol):
         """The loss's tight end-of-run certificate (the hinges), if the gap is still open."""
