@@ -9,7 +9,6 @@ from reference import cvxpy_optimum, random_binary
 
 import nsjax
 from nsjax.projections import project_simplex
-from nsjax.solvers.bmrm import REPEATS
 from nsjax.solvers.simplex_qp import simplex_qp_objective, solve_simplex_qp
 
 VARIANTS = {
@@ -223,19 +222,23 @@ def test_float32_problem_keeps_an_exact_float64_bundle(solver):
         assert getattr(narrow, "bundle", narrow).Q.dtype == jnp.float32
 
 
-@pytest.mark.parametrize("solver", [nsjax.solvers.BMRM(line_search="exact"),
-                                    nsjax.solvers.Hybrid()], ids=["ocas-like", "hybrid"])
+SMALL_BUNDLE = nsjax.solvers.BMRM(line_search="exact", capacity=16)
+
+
+@pytest.mark.parametrize("solver", [SMALL_BUNDLE, nsjax.solvers.Hybrid(bmrm=SMALL_BUNDLE)],
+                         ids=["ocas-like", "hybrid"])
 def test_a_run_that_repeats_itself_ends_stalled(solver):
     # With tol = 0 no gap is small enough; once rounding leaves the iterate and the model's
-    # minimizer unchanged, every further step would repeat the last: the run ends there
-    # (it used to run to max_steps), at the optimum to rounding.
+    # minimizer unchanged for `capacity` steps in a row, every further step would repeat
+    # the last: the run ends there (it used to run to max_steps), at the optimum to
+    # rounding.
     X, y, _ = random_binary(0, 60, 6)
     prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.1), X, y)
     with pytest.warns(nsjax.ConvergenceWarning, match="stalled"):
         sol = nsjax.solve(prob, solver, tol=0.0, max_steps=400)
     assert sol.result == nsjax.RESULTS.stalled
-    assert int(sol.num_steps) < 100
-    assert int(sol.stats["repeats"]) == REPEATS
+    assert int(sol.num_steps) < 150
+    assert int(sol.stats["repeats"]) == SMALL_BUNDLE.capacity
     J_star = cvxpy_optimum(X, y, 0.1, loss="hinge")[0]
     assert 0 <= float(sol.gap) <= 1e-12 * J_star
     assert float(sol.value) == pytest.approx(J_star, rel=1e-9)

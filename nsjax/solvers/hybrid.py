@@ -195,7 +195,7 @@ class Hybrid(Solver):
 
     def terminate(self, problem, state: HybridState, best, tol):
         """(done, result): the certified gap, else phase 2's repeated steps (`BMRM`)."""
-        return terminate_bundle(state.bundle.core.stats, best, tol)
+        return terminate_bundle(state.bundle.core.stats, best, tol, self.bmrm.capacity)
 
     def postprocess(self, problem, state: HybridState, best, result, tol):
         """The loss's tight end-of-run certificate (the hinges), if the gap is still open."""
