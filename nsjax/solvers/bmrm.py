@@ -46,7 +46,7 @@ import jax.numpy as jnp
 from nsjax.problem import is_traced
 from nsjax.results import RESULTS
 from nsjax.solvers._options import solver_options
-from nsjax.solvers.base import Core, Solver, converged, core_of, count, counters
+from nsjax.solvers.base import Core, Solver, converged, count, counters
 from nsjax.solvers.bias import bias_cut
 from nsjax.solvers.line_search import ExactLineSearch
 from nsjax.solvers.simplex_qp import solve_simplex_qp
@@ -149,12 +149,15 @@ class BMRM(Solver):
             ExactLineSearch().check(problem)
 
     def init(self, problem, w0) -> BundleState:
-        dt, bdt = problem.dtype, bundle_dtype(problem.dtype)
         w0, S, value, a, b = self.cut(problem, w0, problem.scores(w0))
-        c = self.capacity
-        core = Core(w0, value, jnp.asarray(-jnp.inf, dt),
+        core = Core(w0, value, jnp.asarray(-jnp.inf, problem.dtype),
                     counters(**BUNDLE_COUNTERS))
-        return self.warm_start(core, S, a, b, jnp.zeros((c,) + w0.shape, bdt),
+        return self.empty_start(core, S, a, b)
+
+    def empty_start(self, core, S, cut_a, cut_b) -> BundleState:
+        """`warm_start` with an empty bundle, in `bundle_dtype`."""
+        c, bdt = self.capacity, bundle_dtype(core.w.dtype)
+        return self.warm_start(core, S, cut_a, cut_b, jnp.zeros((c,) + core.w.shape, bdt),
                                jnp.zeros(c, bdt), jnp.zeros(c, bool), jnp.zeros(c, jnp.int32))
 
     def warm_start(self, core, S, cut_a, cut_b, A, b, valid, age) -> BundleState:
@@ -184,7 +187,7 @@ class BMRM(Solver):
         it is written makes XLA copy it at every step (measured in the hybrid's HLO).
         """
         A, b, Q, valid, age, alpha = state.A, state.b, state.Q, state.valid, state.age, state.alpha
-        a, q = state.cut_a, state.cut_q
+        a, q = state.cut_a.astype(A.dtype), state.cut_q  # in `bundle_dtype`
         full = jnp.all(valid)
         inactive = valid & (alpha <= 0)
         aggregate = full & ~jnp.any(inactive)
@@ -203,8 +206,7 @@ class BMRM(Solver):
         oldest_inactive = jnp.argmin(jnp.where(inactive, age, big))
         free_slot = jnp.argmin(valid)
         slot = jnp.where(full & ~aggregate, oldest_inactive, free_slot)
-        a_wide = a.astype(A.dtype)
-        q = jnp.where(valid, q, 0.0).at[slot].set(jnp.vdot(a_wide, a_wide))
+        q = jnp.where(valid, q, 0.0).at[slot].set(jnp.vdot(a, a))
         Q = Q.at[slot, :].set(q).at[:, slot].set(q)
         A = A.at[slot].set(a)
         b = b.at[slot].set(state.cut_b)
@@ -221,7 +223,7 @@ class BMRM(Solver):
     def terminate(self, problem, state, best, tol):
         """(done, result): the certified gap, else `RESULTS.stalled` after ``capacity``
         steps in a row that repeated themselves (module docstring)."""
-        return terminate_bundle(core_of(state).stats, best, tol, self.capacity)
+        return terminate_bundle(state.core.stats, best, tol, self.capacity)
 
     @staticmethod
     def cut(problem, w, S):

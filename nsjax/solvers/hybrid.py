@@ -39,7 +39,6 @@ from nsjax.solvers.bmrm import (
     BMRM,
     BUNDLE_COUNTERS,
     BundleState,
-    bundle_dtype,
     check_bundle_problem,
     terminate_bundle,
 )
@@ -117,14 +116,12 @@ class Hybrid(Solver):
 
     def init(self, problem, w0) -> HybridState:
         sub = self.sublbfgs.init(problem, w0)
-        c, dt, bdt = self.bmrm.capacity, problem.dtype, bundle_dtype(problem.dtype)
+        dt = problem.dtype
         # w0's subgradient is the first cut, inserted by the first step.
         a, b = problem.dual_cut(sub.u, sub.S, sub.g - sub.g_reg)
         bcore = Core(w0, sub.core.value, jnp.asarray(-jnp.inf, dt),
                      counters(**dict.fromkeys(BUNDLE_COUNTERS, 0)))
-        bundle = self.bundle_solver(problem).warm_start(
-            bcore, sub.S, a, b, jnp.zeros((c,) + w0.shape, bdt), jnp.zeros(c, bdt),
-            jnp.zeros(c, bool), jnp.zeros(c, jnp.int32))
+        bundle = self.bundle_solver(problem).empty_start(bcore, sub.S, a, b)
         phase = jnp.zeros((), jnp.int32)
         recent = jnp.full(self.window + 1, jnp.nan, dt)
         switched_at = jnp.asarray(-1, jnp.int32)
