@@ -35,6 +35,11 @@ How the parameters map onto nsjax's problem J(w) = λΩ(w) + (1/n) Σᵢ ℓ(x�
 
 A fit that does not reach ``tol`` issues scikit-learn's ``ConvergenceWarning``.
 
+Shapes: nsjax compiles one solve per data shape (seconds each). A fit pads X with zero rows
+(weight 0) and zero columns to one of a few shapes, at most 1/8 larger (`_LinearModel._pad`),
+so that the folds of a cross-validation and the fits of a grid search share one compiled
+solve; the objective and ``coef_`` are those of X as given.
+
 Example:
     >>> import nsjax.sklearn, nsjax
     >>> X, y = nsjax.datasets.breast_cancer()
@@ -82,6 +87,19 @@ def solver_from_name(solver):
         return None if cls is None else cls()
     raise ValueError(f"solver must be one of {sorted(SOLVERS)} or an nsjax solver instance "
                      f"(e.g. nsjax.solvers.BMRM()); got {solver!r}.")
+
+
+#: Dense X with fewer entries than this is padded to a shape from a small set (`_round_up`);
+#: larger X is used as given (a copy that size costs more than the compile it saves).
+PAD_LIMIT = 2**24
+
+
+def _round_up(m, least):
+    """m raised to ``least`` and rounded up to one of eight sizes per octave (k·2ʲ with
+    8 ≤ k < 16): at most 1/8 more than m."""
+    m = max(int(m), least)
+    step = 1 << max(m.bit_length() - 4, 0)
+    return -(-m // step) * step
 
 
 def _positive(value, name, example):
@@ -152,6 +170,31 @@ class _LinearModel(BaseEstimator):
                              f"1e-4); got {self.tol!r}.")
         return solver_from_name(self.solver)
 
+    def _pad(self, X, solver, weights):
+        """(X, weights, rows added): X padded with zero rows and columns to a shape from a
+        small set (`_round_up`: at least 64 rows and 16 columns, at most 1/8 more of
+        each), and weights that leave the problem as it was.
+
+        nsjax compiles one solve per shape, seconds each, so the folds of a cross-validation,
+        the fits of a grid search and the refit on all rows would each compile their own;
+        padded, nearby shapes share one program. A padded row weighs 0 and the others
+        cᵢ n'/n, so the risk (1/n') Σᵢ cᵢ' ℓᵢ over n' rows is the given (1/n) Σᵢ cᵢ ℓᵢ; a
+        zero column's weight is 0 at the optimum of every penalty here, and coef_ leaves
+        it out. Not done for dense X of `PAD_LIMIT` entries or more, nor for a solver
+        that takes no sample weights (the Nesterov methods)."""
+        n, d = X.shape
+        if ((solver is not None and not solver.supports_sample_weight)
+                or (not sp.issparse(X) and X.size >= PAD_LIMIT)):
+            return X, weights, 0
+        rows, cols = _round_up(n, 64), _round_up(d, 16)
+        if sp.issparse(X):  # empty rows and columns: the same entries, a longer indptr
+            indptr = np.concatenate([X.indptr, np.full(rows - n, X.indptr[-1])])
+            X = sp.csr_matrix((X.data, X.indices, indptr), shape=(rows, cols))
+        else:
+            X = np.pad(X, ((0, rows - n), (0, cols - d)))
+        c = np.ones(n) if weights is None else weights
+        return X, np.concatenate([c * (rows / n), np.zeros(rows - n)]), rows - n
+
     def _solve(self, problems, solver, names=None):
         """Solve each problem (from the previous fit's weights with ``warm_start``); warn
         once, with scikit-learn's `ConvergenceWarning`, if any ended above tol."""
@@ -175,10 +218,14 @@ class _LinearModel(BaseEstimator):
         """The previous fit's weights in each problem's layout (``warm_start``), or None."""
         if not (self.warm_start and hasattr(self, "coef_")):
             return [None] * len(problems)
-        w = self._weights()
-        if len(w) != len(problems) or any(np.shape(a) != p.w_shape
-                                          for a, p in zip(w, problems, strict=True)):
+        w, d = self._weights(), self.n_features_in_
+        if len(w) != len(problems) or np.shape(self.coef_)[-1] != d:
             return [None] * len(problems)  # another shape: a cold start
+        # The zero weights of the padded columns (`_pad`) after the coefficients.
+        w = [np.concatenate([a[:d], np.zeros((p.w_shape[0] - len(a),) + a.shape[1:]), a[d:]])
+             if p.w_shape[0] >= len(a) else a for a, p in zip(w, problems, strict=True)]
+        if any(np.shape(a) != p.w_shape for a, p in zip(w, problems, strict=True)):
+            return [None] * len(problems)
         return w
 
     def _set_solution_fields(self, sols):
@@ -246,6 +293,8 @@ class _LinearClassifier(_Multilabel, ClassifierMixin, _LinearModel):
         if self.class_weight is not None:
             per_class = compute_class_weight(self.class_weight, classes=self.classes_, y=y)
             weights = per_class[index] * (1.0 if weights is None else weights)
+        X, weights, extra = self._pad(X, solver, weights)
+        index = np.pad(index, (0, extra))
         one = self.classes_.size == 2 or self._one_problem_for_all_classes()
         problems = ([self._problem(X, index, lam, dtype, weights)] if one else
                     [self._problem(X, (index == k).astype(np.int32), lam, dtype, weights)
@@ -266,6 +315,8 @@ class _LinearClassifier(_Multilabel, ClassifierMixin, _LinearModel):
         Y = np.asarray(Y.toarray() if sp.issparse(Y) else Y) != 0
         dtype, n = self._dtype(), X.shape[0]
         lam, weights = self._strength(n), _sample_weights(sample_weight, n)
+        X, weights, extra = self._pad(X, solver, weights)
+        Y = np.pad(Y, ((0, extra), (0, 0)))
         self.classes_ = np.arange(Y.shape[1])
         problems = [self._problem(X, Y[:, k].astype(np.int32), lam, dtype, weights)
                     for k in range(Y.shape[1])]
@@ -301,7 +352,8 @@ class _LinearClassifier(_Multilabel, ClassifierMixin, _LinearModel):
         return 1.0 if scaling is None else scaling
 
     def _weights(self):
-        """coef_ and intercept_ back in the problems' layout (one array per problem)."""
+        """coef_ and intercept_ back in the problems' layout (one array per problem; padded
+        columns left out)."""
         coef, b = self.coef_, self.intercept_
         rows = [coef.T] if coef.shape[0] > 1 and self._one_problem_for_all_classes() else (
             list(coef))  # one (d, K) problem, or one (d,) problem per row
@@ -315,12 +367,13 @@ class _LinearClassifier(_Multilabel, ClassifierMixin, _LinearModel):
     def _set_fitted(self, problems, sols):
         w = [np.asarray(s.w, np.float64) for s in sols]
         unit = self._intercept_unit() if self.fit_intercept else 0.0
+        d = self.n_features_in_  # the columns after them are padding (`_pad`)
         if len(w) == 1 and w[0].ndim == 2:  # one (d [+ 1], K) problem: Crammer–Singer
             W = w[0]
-            self.coef_ = (W[:-1] if self.fit_intercept else W).T
+            self.coef_ = W[:d].T
             self.intercept_ = W[-1] * unit if self.fit_intercept else np.zeros(W.shape[1])
         else:
-            self.coef_ = np.stack([x[:-1] if self.fit_intercept else x for x in w])
+            self.coef_ = np.stack([x[:d] for x in w])
             self.intercept_ = np.array([x[-1] * unit if self.fit_intercept else 0.0
                                         for x in w])
         self._set_solution_fields(sols)
@@ -583,12 +636,14 @@ class ElasticNet(RegressorMixin, _LinearModel):
             self._y_offset = np.average(y, weights=weights)
             X, y = X - self._X_offset, y - self._y_offset
         bias = self.fit_intercept and not center
+        X, weights, extra = self._pad(X, solver, weights)
+        y = np.pad(y, (0, extra))
         problem = nsjax.Problem(losses.Squared(), self._regularizer(), X, y, dtype=dtype,
                                 bias=bias, sample_weight=weights)
         (sol,) = self._solve([problem], solver)
         self._bias = bias  # the layout of the weights (for warm starts)
         w = np.asarray(sol.w, np.float64)
-        self.coef_ = w[:-1] if bias else w
+        self.coef_ = w[:self.n_features_in_]  # the rest: padding (`_pad`), the bias
         if center:
             self.intercept_ = float(self._y_offset - self._X_offset @ self.coef_)
         else:

@@ -16,10 +16,10 @@ from sklearn.utils.estimator_checks import check_estimator
 import nsjax
 from nsjax.sklearn import ElasticNet, Lasso, LinearSVC, LogisticRegression
 
-# The checks test the estimators' API, which the solver does not change; they fit ~50 new
-# shapes, each a new program, and BMRM compiles in half the default Hybrid's time. All of an
-# estimator's checks run in one test (one worker), so that the checks sharing a shape share
-# its program; a failure names its check.
+# The checks test the estimators' API, which the solver does not change; they fit ~50
+# shapes (~14 programs once padded, see the last test), and BMRM compiles in half the
+# default Hybrid's time. All of an estimator's checks run in one test (one worker), so that
+# the checks sharing a padded shape share its program; a failure names its check.
 #
 # Checks that cannot apply, and why (each is still run: an expected failure that passes is
 # reported by scikit-learn):
@@ -307,3 +307,31 @@ def test_multilabel_targets_are_one_vs_rest_as_in_scikit_learn():
     assert svc.score(X, Y) > 0.5  # subset accuracy
     with pytest.raises(ValueError, match="class_weight is not supported with multilabel"):
         LinearSVC(class_weight="balanced").fit(X, Y)
+
+
+def test_nearby_shapes_share_one_compiled_solve_and_padding_changes_nothing(monkeypatch):
+    # A fit pads X with zero rows (weight 0) and columns to a shape from a small set, so
+    # that e.g. cross-validation folds share one compiled solve.
+    from nsjax.loop import _run_jit
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(100, 6))
+    y = (X @ rng.normal(size=6) + 0.3 * rng.normal(size=100) > 0).astype(int)
+    fit = lambda X, y, **kw: LinearSVC(C=0.5, tol=1e-10, solver="bmrm", **kw).fit(X, y)  # noqa: E731
+    padded = fit(X[:97, :5], y[:97])
+    compiled = _run_jit._cache_size()
+    fit(X, y)  # 100 x 6: the same padded shape, so no new program
+    assert _run_jit._cache_size() == compiled
+    monkeypatch.setattr(nsjax.sklearn, "PAD_LIMIT", 0)  # dense X as given
+    plain = fit(X[:97, :5], y[:97])
+    assert plain.coef_.shape == padded.coef_.shape == (1, 5)
+    # The same problem: the same optimum (both certified to 1e-10).
+    assert abs(padded.objective_ - plain.objective_) <= 1e-9 * plain.objective_
+    np.testing.assert_allclose(padded.coef_, plain.coef_, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(padded.intercept_, plain.intercept_, rtol=1e-4, atol=1e-6)
+    # A solver without sample weights (AGM-EF) gets X as given, not a refusal.
+    monkeypatch.setattr(nsjax.sklearn, "PAD_LIMIT", 2**24)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        nesterov = LinearSVC(solver="agm-ef", max_iter=3).fit(X[:97, :5], y[:97])
+    assert nesterov.coef_.shape == (1, 5)
