@@ -222,8 +222,8 @@ class _LinearModel(BaseEstimator):
         if len(w) != len(problems) or np.shape(self.coef_)[-1] != d:
             return [None] * len(problems)  # another shape: a cold start
         # The zero weights of the padded columns (`_pad`) after the coefficients.
-        w = [np.concatenate([a[:d], np.zeros((p.w_shape[0] - len(a),) + a.shape[1:]), a[d:]])
-             if p.w_shape[0] >= len(a) else a for a, p in zip(w, problems, strict=True)]
+        w = [np.concatenate([a[:d], np.zeros((max(p.w_shape[0] - len(a), 0),) + a.shape[1:]),
+                             a[d:]]) for a, p in zip(w, problems, strict=True)]
         if any(np.shape(a) != p.w_shape for a, p in zip(w, problems, strict=True)):
             return [None] * len(problems)
         return w

@@ -322,6 +322,11 @@ def test_nearby_shapes_share_one_compiled_solve_and_padding_changes_nothing(monk
     compiled = _run_jit._cache_size()
     fit(X, y)  # 100 x 6: the same padded shape, so no new program
     assert _run_jit._cache_size() == compiled
+    # A solver without sample weights (AGM-EF) gets X as given, not a refusal.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        nesterov = LinearSVC(solver="agm-ef", max_iter=3).fit(X[:97, :5], y[:97])
+    assert nesterov.coef_.shape == (1, 5)
     monkeypatch.setattr(nsjax.sklearn, "PAD_LIMIT", 0)  # dense X as given
     plain = fit(X[:97, :5], y[:97])
     assert plain.coef_.shape == padded.coef_.shape == (1, 5)
@@ -329,9 +334,3 @@ def test_nearby_shapes_share_one_compiled_solve_and_padding_changes_nothing(monk
     assert abs(padded.objective_ - plain.objective_) <= 1e-9 * plain.objective_
     np.testing.assert_allclose(padded.coef_, plain.coef_, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(padded.intercept_, plain.intercept_, rtol=1e-4, atol=1e-6)
-    # A solver without sample weights (AGM-EF) gets X as given, not a refusal.
-    monkeypatch.setattr(nsjax.sklearn, "PAD_LIMIT", 2**24)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        nesterov = LinearSVC(solver="agm-ef", max_iter=3).fit(X[:97, :5], y[:97])
-    assert nesterov.coef_.shape == (1, 5)
