@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import nsjax
-from nsjax.loop import _run_jit
+from nsjax.loop import _run_jit, history_length
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import HERE, machine, save_figure, save_json  # noqa: E402  (the script's folder is on sys.path)
@@ -60,8 +60,8 @@ def measure(prob, solver) -> dict:
     jax.clear_caches()
     t0 = time.perf_counter()
     lowered = _run_jit.lower(prob.without_classes(), jnp.zeros(prob.w_shape, prob.dtype),
-                             jnp.asarray(1e-6, prob.dtype), solver=solver,
-                             max_steps=MAX_STEPS)
+                             jnp.asarray(1e-6, prob.dtype), MAX_STEPS, solver=solver,
+                             length=history_length(MAX_STEPS))
     t1 = time.perf_counter()
     lowered.compile()
     t2 = time.perf_counter()

@@ -1,13 +1,14 @@
 """The one driver: a solver's init / step / terminate under a single `lax.while_loop`.
 
-`solve` compiles once per (shapes, dtypes, solver options, max_steps): the problem's data,
-λ and tol are traced arguments. `sweep` runs that loop along a path of λ (warm started, a
-`lax.scan`) or vmaps it over λ, so a whole regularization path is one XLA program. The loop
-owns what every solver shares: the step count, the best iterate and best lower bound
-(`nsjax.solvers.base.Best`), the history (`History`: each step's J, the best J so far and its
-certified gap, NaN-padded) and the non-finite guard: a step that produces a non-finite J or
-w never enters the best iterate, and the run stops with `RESULTS.nonfinite`, returning the
-best finite iterate.
+`solve` compiles once per (shapes, dtypes, solver options): the problem's data, λ, tol and
+max_steps are traced arguments (the history buffers have one of a few lengths,
+`history_length`, and are cut to max_steps after the run). `sweep` runs that loop along a
+path of λ (warm started, a `lax.scan`) or vmaps it over λ, so a whole regularization path
+is one XLA program. The loop owns what every solver shares: the step count, the best
+iterate and best lower bound (`nsjax.solvers.base.Best`), the history (`History`: each
+step's J, the best J so far and its certified gap, NaN-padded) and the non-finite guard: a
+step that produces a non-finite J or w never enters the best iterate, and the run stops
+with `RESULTS.nonfinite`, returning the best finite iterate.
 
 `solve` can itself be called under the user's `jax.jit` or `jax.vmap` (for example over a
 batch of same-shape problems, see `solve_batch`); the checks that need concrete values are
@@ -69,10 +70,36 @@ class _Progress:
         cls.stream.flush()
 
 
-def _run(problem, w0, tol, solver, max_steps, progress=0):
+def round_up(m, least):
+    """m raised to ``least`` and rounded up to one of eight sizes per octave (k·2ʲ with
+    8 ≤ k < 16): at most 1/8 more than m. The few sizes that nearby m share (one
+    compiled program for each)."""
+    m = max(int(m), least)
+    step = 1 << max(m.bit_length() - 4, 0)
+    return -(-m // step) * step
+
+
+def history_length(max_steps: int) -> int:
+    """The length of the history buffers compiled for ``max_steps``: at least 2048 (48 kB
+    in float64), at most 1/8 more than max_steps. Every max_steps up to that length runs
+    the same program (max_steps itself is traced); `solve` cuts the history to max_steps."""
+    return round_up(max_steps, 2048)
+
+
+def _cut(sol, max_steps):
+    """``sol`` with its history cut to ``max_steps`` entries (the last axis: a sweep's or a
+    batch's history is stacked along a leading one)."""
+    if sol.history.value.shape[-1] == max_steps:
+        return sol
+    return sol._replace(history=History(*(h[..., :max_steps] for h in sol.history)))
+
+
+def _run(problem, w0, tol, max_steps, solver, length, progress=0):
+    """The solve loop: at most ``max_steps`` (traced) steps, history buffers of ``length``
+    (static, ≥ max_steps)."""
     state = solver.init(problem, w0)
     best = Best.start(core_of(state))
-    nan = jnp.full(max_steps, jnp.nan, problem.dtype)
+    nan = jnp.full(length, jnp.nan, problem.dtype)
     history = History(nan, nan, nan)
     done0, result0 = solver.terminate(problem, state, best, tol)
 
@@ -111,21 +138,21 @@ def _run(problem, w0, tol, solver, max_steps, progress=0):
                     num_steps=t, stats=core_of(state).stats, history=history)
 
 
-_run_jit = jax.jit(_run, static_argnames=("solver", "max_steps", "progress"))
+_run_jit = jax.jit(_run, static_argnames=("solver", "length", "progress"))
 
 
-@functools.partial(jax.jit, static_argnames=("solver", "max_steps", "warm_start"))
-def _sweep_jit(problem, lams, w0, tol, solver, max_steps, warm_start=True):
+@functools.partial(jax.jit, static_argnames=("solver", "length", "warm_start"))
+def _sweep_jit(problem, lams, w0, tol, max_steps, solver, length, warm_start=True):
     if not warm_start:
-        return jax.vmap(lambda lam: _run(problem.with_lam(lam), w0, tol, solver,
-                                         max_steps))(lams)
+        return jax.vmap(lambda lam: _run(problem.with_lam(lam), w0, tol, max_steps, solver,
+                                         length))(lams)
 
     # One strength after another, each solve from the last one's solution (a scan: one
     # compiled body; a strength costs its own steps only). The path runs from the largest
     # strength down (the sparsest, best-conditioned solution first); the solutions are
     # put back in the order of lams.
     def solve_from(w, lam):
-        sol = _run(problem.with_lam(lam), w, tol, solver, max_steps)
+        sol = _run(problem.with_lam(lam), w, tol, max_steps, solver, length)
         return sol.w, sol
 
     order = jnp.argsort(-lams, stable=True)
@@ -304,7 +331,8 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
         problem: an `nsjax.Problem`.
         solver: a solver from `nsjax.solvers`.
         w0: the starting point, shape ``problem.w_shape``; default zeros (paper 000, Sec. 7).
-        max_steps: cap on outer iterations (also the length of ``history``).
+        max_steps: cap on outer iterations (also the length of ``history``). Traced: a
+            new value does not recompile (up to `history_length`, the buffer compiled).
         tol: stop when the certified gap is ≤ tol · max(1, |J|).
         jit: False runs the same code eagerly (for debugging; slow).
         throw: raise RuntimeError if the run ends without `RESULTS.successful` (not
@@ -346,11 +374,13 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
     run_on = problem
     if traced:
         run_on, w0, tol = jax.lax.stop_gradient((problem, w0, tol))
+    steps = jnp.asarray(max_steps, jnp.int32)
     if jit:
-        sol = _run_jit(run_on, w0, tol, solver, int(max_steps), every)
+        sol = _cut(_run_jit(run_on, w0, tol, steps, solver, history_length(max_steps), every),
+                   max_steps)
     else:
         with jax.disable_jit():
-            sol = _run(run_on, w0, tol, solver, int(max_steps), every)
+            sol = _run(run_on, w0, tol, steps, solver, int(max_steps), every)
     if traced:
         sol = sol._replace(w=implicit_solution(problem, sol.w))
     if every and not is_traced(sol.result):
@@ -434,8 +464,9 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6, *,
     solver = _default_solver(solver, problem.with_lam(float(lams.min())))
     _check(solver, problem.with_lam(float(lams.min())))
     sols = _sweep_jit(problem.without_classes(), jnp.asarray(lams, problem.dtype), w0,
-                      jnp.asarray(tol, problem.dtype), solver, int(max_steps),
-                      bool(warm_start))
+                      jnp.asarray(tol, problem.dtype), jnp.asarray(max_steps, jnp.int32),
+                      solver, history_length(max_steps), bool(warm_start))
+    sols = _cut(sols, max_steps)
     return _warn_unless_all_successful(solver, sols, "strengths")
 
 
@@ -490,7 +521,9 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
         one = problems[0]
         stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *problems)
     w0 = _check_common(one, w0, max_steps, tol)
-    sols = _batch_jit(stacked, w0, jnp.asarray(tol, one.dtype), solver, int(max_steps))
+    sols = _batch_jit(stacked, w0, jnp.asarray(tol, one.dtype),
+                      jnp.asarray(max_steps, jnp.int32), solver, history_length(max_steps))
+    sols = _cut(sols, max_steps)
     return _warn_unless_all_successful(solver, sols, "problems")
 
 
@@ -508,6 +541,6 @@ def _kind(problem):
     return tree, [(jnp.shape(x), jnp.result_type(x)) for x in leaves]
 
 
-@functools.partial(jax.jit, static_argnames=("solver", "max_steps"))
-def _batch_jit(problems, w0, tol, solver, max_steps):
-    return jax.vmap(lambda p: _run(p, w0, tol, solver, max_steps))(problems)
+@functools.partial(jax.jit, static_argnames=("solver", "length"))
+def _batch_jit(problems, w0, tol, max_steps, solver, length):
+    return jax.vmap(lambda p: _run(p, w0, tol, max_steps, solver, length))(problems)

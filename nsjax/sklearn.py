@@ -65,6 +65,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 import nsjax
 from nsjax import losses, regularizers, solvers
+from nsjax.loop import round_up
 from nsjax.results import RESULTS
 
 __all__ = ["ElasticNet", "Lasso", "LinearSVC", "LogisticRegression", "SOLVERS", "solver_from_name"]
@@ -89,17 +90,9 @@ def solver_from_name(solver):
                      f"(e.g. nsjax.solvers.BMRM()); got {solver!r}.")
 
 
-#: Dense X with fewer entries than this is padded to a shape from a small set (`_round_up`);
+#: Dense X with fewer entries than this is padded to a shape from a small set (`round_up`);
 #: larger X is used as given (a copy that size costs more than the compile it saves).
 PAD_LIMIT = 2**24
-
-
-def _round_up(m, least):
-    """m raised to ``least`` and rounded up to one of eight sizes per octave (k·2ʲ with
-    8 ≤ k < 16): at most 1/8 more than m."""
-    m = max(int(m), least)
-    step = 1 << max(m.bit_length() - 4, 0)
-    return -(-m // step) * step
 
 
 def _positive(value, name, example):
@@ -172,7 +165,7 @@ class _LinearModel(BaseEstimator):
 
     def _pad(self, X, solver, weights):
         """(X, weights, rows added): X padded with zero rows and columns to a shape from a
-        small set (`_round_up`: at least 64 rows and 16 columns, at most 1/8 more of
+        small set (`round_up`: at least 64 rows and 16 columns, at most 1/8 more of
         each), and weights that leave the problem as it was.
 
         nsjax compiles one solve per shape, seconds each, so the folds of a cross-validation,
@@ -186,7 +179,7 @@ class _LinearModel(BaseEstimator):
         if ((solver is not None and not solver.supports_sample_weight)
                 or (not sp.issparse(X) and X.size >= PAD_LIMIT)):
             return X, weights, 0
-        rows, cols = _round_up(n, 64), _round_up(d, 16)
+        rows, cols = round_up(n, 64), round_up(d, 16)
         if sp.issparse(X):  # empty rows and columns: the same entries, a longer indptr
             indptr = np.concatenate([X.indptr, np.full(rows - n, X.indptr[-1])])
             X = sp.csr_matrix((X.data, X.indices, indptr), shape=(rows, cols))

@@ -92,12 +92,12 @@ def main():
                              "x_devices": len(placed.sharding.device_set)})
     # The compiled program of a sharded solve: per-device products, summed by all-reduce.
     prob = problem("hinge").shard(mesh)
-    hlo = _run_jit.lower(prob.without_classes(), prob.zeros(), 1e-6, solver=S.BMRM(),
-                         max_steps=10).compile().as_text()
+    hlo = _run_jit.lower(prob.without_classes(), prob.zeros(), 1e-6, 10, solver=S.BMRM(),
+                         length=10).compile().as_text()
     out["all_reduce"] = "all-reduce" in hlo
     sparse = problem("hinge-sparse").shard(mesh)
-    hlo = _run_jit.lower(sparse.without_classes(), sparse.zeros(), 1e-6, solver=S.BMRM(),
-                         max_steps=10).compile().as_text()
+    hlo = _run_jit.lower(sparse.without_classes(), sparse.zeros(), 1e-6, 10, solver=S.BMRM(),
+                         length=10).compile().as_text()
     out["all_reduce_sparse"] = "all-reduce" in hlo
     sols = nsjax.sweep(prob, [0.3, 0.1, 0.03], S.BMRM(), tol=1e-10)
     out["sweep"] = [float(v) for v in sols.value]

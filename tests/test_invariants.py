@@ -38,9 +38,10 @@ KINDS = {"hinge": (nsjax.losses.Hinge, nsjax.regularizers.L2, 0.1),
 REG_NAMES = {nsjax.regularizers.L2: "l2", nsjax.regularizers.L1: "l1",
              nsjax.regularizers.Entropy: "entropy", KINDS["squared-ball"][1]: "ball"}
 ENTRIES = [pytest.param(e, id=e.name) for e in REGISTRY]
-# test_sweep_equals_solve_and_one_compile_per_shape runs on these: one compiled solve and
-# one compiled sweep (of three strengths) per registry entry.
-SWEEP_SHAPE, SWEEP_STEPS = dict(n=50, d=6), 400
+# Every test here compiles at the shape of _problem's default (80 × 8) so that they share
+# nsjax.solve's program (max_steps is traced): per registry entry one program per problem
+# kind and dtype, and one sweep (of three strengths).
+SWEEP_STEPS = 400
 LOOSE = 0.1  # the tolerance of the one-compile-per-shape runs
 #: Registry rows whose eager run test_jit_equals_no_jit skips, and the rows with their
 #: paths: a memory size and scaling flag; per-example smoothing weights; the two phases
@@ -95,7 +96,7 @@ def _signature(tree):
 
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_jit_equals_no_jit(entry):
-    prob = _problem(entry.losses[0], n=20, d=3)
+    prob = _problem(entry.losses[0])
     a = nsjax.solve(prob, entry.solver, max_steps=2, tol=0.0)
     # The eager run (op by op: the suite's slowest check) once per code path: rows that
     # only change a number or a weighting of another row's path are not run again.
@@ -149,7 +150,7 @@ def test_float32_runs_and_keeps_dtypes(entry):
 def test_sweep_equals_solve_and_one_compile_per_shape(entry):
     # The smooth loss where the solver takes it: batched and single products round
     # differently, and on a kinked loss that can send runs down different paths.
-    prob = _problem(entry.losses[-1], **SWEEP_SHAPE)
+    prob = _problem(entry.losses[-1])
     lams = [0.05, 0.2, 1.0]
     lams = [lam * float(prob.lam) / 0.1 for lam in lams]  # in the kind's units
     solves, sweeps = _run_jit._cache_size(), _sweep_jit._cache_size()
@@ -179,9 +180,9 @@ def test_sweep_equals_solve_and_one_compile_per_shape(entry):
     solves, sweeps = _run_jit._cache_size(), _sweep_jit._cache_size()
     loss = entry.losses[-1]
     for seed, lam in [(1, 0.3), (2, 1.0)]:
-        nsjax.solve(_problem(loss, seed, lam=lam, **SWEEP_SHAPE), entry.solver,
+        nsjax.solve(_problem(loss, seed, lam=lam), entry.solver,
                     max_steps=SWEEP_STEPS, tol=LOOSE)
-    other = _problem(loss, 3, **SWEEP_SHAPE)
+    other = _problem(loss, 3)
     others = [other.with_lam(0.2)]
     if other.y is not None:  # binary: booleans; multiclass: the indices shifted
         y = np.asarray(other.y)
@@ -191,7 +192,7 @@ def test_sweep_equals_solve_and_one_compile_per_shape(entry):
         others.append(relabelled)
     for p in others:
         nsjax.solve(p, entry.solver, max_steps=SWEEP_STEPS, tol=LOOSE)
-    nsjax.sweep(_problem(loss, 5, **SWEEP_SHAPE), [0.2, 1.0, 0.05], entry.solver,
+    nsjax.sweep(_problem(loss, 5), [0.2, 1.0, 0.05], entry.solver,
                 max_steps=SWEEP_STEPS, tol=LOOSE)
     assert (_run_jit._cache_size(), _sweep_jit._cache_size()) == (solves, sweeps)
 

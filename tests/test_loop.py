@@ -154,3 +154,32 @@ def test_progress_reports_every_k_steps_and_changes_nothing(capsys, monkeypatch)
     for bad in (0, -3, 2.5, "yes"):
         with pytest.raises(ValueError, match="progress must be"):
             nsjax.solve(prob, progress=bad)
+
+
+def test_max_steps_is_traced_and_the_history_cut_to_it():
+    from nsjax.loop import _batch_jit, _run_jit, _sweep_jit, history_length
+
+    prob = _problem()
+    short = nsjax.solve(prob, SOLVER, max_steps=3, tol=0.0)
+    compiled = _run_jit._cache_size()
+    long = nsjax.solve(prob, SOLVER, max_steps=40, tol=0.0)
+    assert _run_jit._cache_size() == compiled  # another budget, the same program
+    assert short.history.value.shape == (3,) and long.history.value.shape == (40,)
+    assert int(short.num_steps) == 3 and short.result == RESULTS.max_steps_reached
+    # The same trajectory: the budget only decides where the loop stops.
+    np.testing.assert_array_equal(np.asarray(short.history.value),
+                                  np.asarray(long.history.value[:3]))
+    steps = int(long.num_steps)
+    assert np.all(np.isfinite(np.asarray(long.history.best[:steps])))
+    assert np.all(np.isnan(np.asarray(long.history.best[steps:])))
+    # Sweeps and batches: stacked histories, cut along their last axis.
+    sweeps, batches = _sweep_jit._cache_size(), _batch_jit._cache_size()
+    for k in (2, 5):
+        assert nsjax.sweep(prob, [0.1, 0.01], SOLVER, max_steps=k).history.gap.shape == (2, k)
+        assert nsjax.solve_batch([prob, prob], SOLVER, max_steps=k).history.gap.shape == (2, k)
+    assert _sweep_jit._cache_size() - sweeps <= 1 and _batch_jit._cache_size() - batches <= 1
+    # The buffer: at least 2048, at most 1/8 more than max_steps, then one of 8 per octave.
+    assert history_length(1) == history_length(2048) == 2048
+    for m in (2049, 5000, 10**5, 10**7):
+        assert m <= history_length(m) <= m * 9 / 8
+    assert len({history_length(m) for m in range(4097, 8193)}) == 8
