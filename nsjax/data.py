@@ -27,6 +27,19 @@ import scipy.sparse as sp
 from jax.experimental import sparse as jsparse
 
 _WIDTHS = (1, 2, 4, 8, 16, 32, 64)
+#: Layouts of fewer padded entries than this get a number of chunks from a small set
+#: (`round_up`), so that nearby sparse matrices (cross-validation folds) share one compiled
+#: program; larger ones, where the extra chunks would cost more than the compile, do not.
+CHUNK_ROUND_LIMIT = 2**22
+
+
+def round_up(m, least):
+    """m raised to ``least`` and rounded up to one of eight sizes per octave (k·2ʲ with
+    8 ≤ k < 16): at most 1/8 more than m. The few sizes that nearby m share (one
+    compiled program for each)."""
+    m = max(int(m), least)
+    step = 1 << max(m.bit_length() - 4, 0)
+    return -(-m // step) * step
 # Measured cost of one chunk relative to one padded entry (gather + multiply) on the CPU.
 _CHUNK_COST = 2.0
 
@@ -57,13 +70,17 @@ class Chunks:
         width = _chunk_width(counts) if width is None else width
         per_row = -(-counts // width)  # ceil
         num_chunks = max(int(per_row.sum()), 1)  # one all-zero chunk if M has no entry
+        if M.shape[0] and num_chunks * width < CHUNK_ROUND_LIMIT:  # all-zero chunks of the last row
+            per_row[-1] += round_up(num_chunks, 1) - num_chunks
+            num_chunks = round_up(num_chunks, 1)
         first_chunk = np.cumsum(per_row) - per_row
         row_of_entry = np.repeat(np.arange(M.shape[0]), counts)
         rank = np.arange(M.nnz) - M.indptr[row_of_entry]  # position within its row
         slot = first_chunk[row_of_entry] * width + rank
         # Products are memory-bound: 16-bit indices where they fit read 17 % fewer bytes.
         itype = np.uint16 if M.shape[1] <= 1 << 16 else np.int32
-        owner = np.repeat(np.arange(M.shape[0]), per_row) if M.nnz else np.zeros(1, int)
+        owner = (np.repeat(np.arange(M.shape[0]), per_row) if per_row.sum()
+                 else np.zeros(num_chunks, int))
         # Padding points at a column the row already uses (its last), not at column 0, so
         # that 0 · v[j] can be NaN (v[j] = ±inf) only in rows whose product is non-finite anyway.
         last_index = M.indices[np.maximum(M.indptr[1:] - 1, 0)] if M.nnz else np.zeros(1, int)
@@ -191,7 +208,6 @@ class DesignMatrix:
         by_row: X's rows as `Chunks` (sparse data), else None.
         by_col: X's columns (the rows of Xᵀ) as `Chunks`, else None.
         shape: (n, d), static.
-        nnz: the number of stored entries, static.
         blocks: sparse data cut into this many equal blocks of rows (`split_rows`, for
             `nsjax.Problem.shard`): then by_row and by_col hold each block's layouts
             stacked along a leading axis, by_col's row indices local to the block. Static.
@@ -201,8 +217,15 @@ class DesignMatrix:
     by_row: Chunks | None
     by_col: Chunks | None
     shape: tuple[int, int] = field(metadata=dict(static=True))
-    nnz: int = field(metadata=dict(static=True))
     blocks: int = field(default=1, metadata=dict(static=True))
+
+    @property
+    def nnz(self) -> int:
+        """The number of stored entries (n·d for dense X), counted from concrete values.
+        (Not a static field: nearby sparse matrices share one compiled program.)"""
+        if not self.is_sparse:
+            return self.shape[0] * self.shape[1]
+        return int(np.count_nonzero(np.asarray(self.by_row.value)))
 
     @property
     def is_sparse(self) -> bool:
@@ -250,7 +273,7 @@ class DesignMatrix:
                 by_row = Chunks.from_csr(csr, dtype)
                 by_col = Chunks.from_csr(csr.T.tocsr(), dtype)
             return cls(dense=None, by_row=by_row, by_col=by_col,
-                       shape=(int(csr.shape[0]), int(csr.shape[1])), nnz=int(csr.nnz))
+                       shape=(int(csr.shape[0]), int(csr.shape[1])))
         arr = np.asarray(X) if not isinstance(X, jax.Array) else X
         if arr.ndim != 2:
             raise ValueError(f"X must be 2-D (n, d); got shape {arr.shape}. Reshape it.")
@@ -261,8 +284,7 @@ class DesignMatrix:
             # Cast on the host: integers round to the nearest float (never through int32).
             with np.errstate(over="ignore"):  # values beyond the dtype's range: see Problem
                 arr = arr.astype(dtype, copy=False)
-        return cls(dense=jnp.asarray(arr, dtype), by_row=None, by_col=None, shape=shape,
-                   nnz=shape[0] * shape[1])
+        return cls(dense=jnp.asarray(arr, dtype), by_row=None, by_col=None, shape=shape)
 
     def check_layout(self) -> None:
         """Raise a ValueError naming X unless this matrix is laid out as `from_any` lays it
@@ -333,7 +355,7 @@ class DesignMatrix:
         dtype = self.dtype
         return DesignMatrix(None, _stack_blocks(parts, dtype),
                             _stack_blocks([M.T.tocsr() for M in parts], dtype),
-                            self.shape, self.nnz, blocks)
+                            self.shape, blocks)
 
     def mv(self, w: jax.Array) -> jax.Array:
         """Scores X w, shape (n,) or (n, K)."""

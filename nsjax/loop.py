@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nsjax.data import round_up
 from nsjax.implicit import implicit_solution
 from nsjax.problem import Problem, is_traced
 from nsjax.results import RESULTS, ConvergenceWarning, History, Solution
@@ -68,15 +69,6 @@ class _Progress:
         cls.stream.write(f"\rstep {int(step):>7}   objective {float(value):.10g}   "
                          f"certified gap {float(gap):.3e}   {elapsed:7.1f} s{tail}")
         cls.stream.flush()
-
-
-def round_up(m, least):
-    """m raised to ``least`` and rounded up to one of eight sizes per octave (k·2ʲ with
-    8 ≤ k < 16): at most 1/8 more than m. The few sizes that nearby m share (one
-    compiled program for each)."""
-    m = max(int(m), least)
-    step = 1 << max(m.bit_length() - 4, 0)
-    return -(-m // step) * step
 
 
 def history_length(max_steps: int) -> int:
@@ -295,7 +287,7 @@ def _check_common(problem, w0, max_steps, tol):
                          f"beyond {float(np.finfo(dt).max):.3g} overflow); pass finite values.")
     w = jnp.asarray(w, problem.dtype)
     if not any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves(problem)):
-        value = float(problem.value(w))
+        value = float(problem.objective(w))
         reg = problem.reg.inner if problem.bias else problem.reg
         if not np.isfinite(value) and getattr(reg, "geometry", "euclidean") == "entropy":
             raise ValueError(f"w0 gives J(w0) = {value}: it is outside {type(reg).__name__}'s "

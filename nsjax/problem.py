@@ -327,9 +327,10 @@ class Problem:
         return self.reg.value(w) + self.loss.risk(S, self.y)
 
     def objective(self, w):
-        """J(w) (computes the scores); w may be any array (numpy included)."""
+        """J(w) (computes the scores); w may be any array (numpy included). One compiled
+        program per problem kind and shape (eagerly, each operation would compile)."""
         w = jnp.asarray(w, self.dtype)
-        return self.value(w)
+        return _objective_jit(self.without_classes(), w)
 
     def subgradient(self, w, S):
         """An element g = g_reg + Xᵀu of ∂J(w) (eq. 21), g_reg ∈ ∂(λΩ)(w), u ∈ ∂R(S):
@@ -771,6 +772,18 @@ def max_abs_entry(dtype, shape) -> float:
     return float(np.sqrt(np.finfo(dtype).max / max(shape)))
 
 
+@jax.jit
+def _objective_jit(problem, w):
+    return problem.value(w)
+
+
+@jax.jit
+def _max_abs(v):
+    """max |v|, NaN if any entry is NaN: one compiled program per shape (two eager ops would
+    compile two)."""
+    return jnp.max(jnp.abs(v))
+
+
 def _check_X_values(D: DesignMatrix):
     """X's values as the solvers will use them (cast to the problem's dtype, sparse duplicates
     summed): finite and at most `max_abs_entry`. Skipped for traced data."""
@@ -781,7 +794,7 @@ def _check_X_values(D: DesignMatrix):
         return
     dt = np.dtype(D.dtype).name
     for v in values:
-        top = float(jnp.max(jnp.abs(v))) if v.size else 0.0
+        top = float(_max_abs(v)) if v.size else 0.0
         if not np.isfinite(top):
             bad = int(jnp.sum(~jnp.isfinite(v)))
             raise ValueError(

@@ -65,7 +65,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 import nsjax
 from nsjax import losses, regularizers, solvers
-from nsjax.loop import round_up
+from nsjax.data import round_up
 from nsjax.results import RESULTS
 
 __all__ = ["ElasticNet", "Lasso", "LinearSVC", "LogisticRegression", "SOLVERS", "solver_from_name"]

@@ -221,6 +221,33 @@ def test_chunked_sparse_products_match_scipy(shape, density):
     assert D.by_col.index.dtype == (jnp.uint16 if shape[0] <= 1 << 16 else jnp.int32)
 
 
+def test_nearby_sparse_matrices_share_one_compiled_solve():
+    # Three 300 x 40 matrices of density 0.1 (cross-validation folds, say): their layouts
+    # need 409-412 chunks by row and 91-93 by column, rounded up to 416 and 96 (all-zero
+    # chunks of the last row), and nnz is no part of the program, so they compile once.
+    from nsjax.data import _chunk_width
+    from nsjax.loop import _run_jit
+
+    solver = nsjax.solvers.BMRM(capacity=16)
+    raw, compiled = set(), None
+    for seed in (1, 3, 5):
+        X = sp.random(300, 40, density=0.1, random_state=seed, format="csr")
+        y = np.where(X @ np.linspace(-1, 1, 40) > 0, 1, -1)
+        prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.01), X, y)
+        for M, part in ((X, prob.X.by_row), (X.T.tocsr(), prob.X.by_col)):
+            counts = np.diff(M.indptr)
+            raw.add(int(np.sum(-(-counts // _chunk_width(counts)))))
+            assert part.owner.shape[0] in (416, 96)
+        assert prob.X.nnz == X.nnz
+        sol = nsjax.solve(prob, solver, tol=1e-8)
+        J = 0.005 * float(sol.w @ sol.w) + np.mean(np.maximum(0, 1 - y * (X @ np.asarray(sol.w))))
+        assert float(sol.value) == pytest.approx(J, rel=1e-12)
+        if compiled is None:
+            compiled = _run_jit._cache_size()
+    assert len(raw) == 6  # the rounding, not chance, gave one layout
+    assert _run_jit._cache_size() == compiled
+
+
 def test_design_matrix_without_entries():
     D = nsjax.DesignMatrix.from_any(sp.csr_matrix((4, 3)))
     np.testing.assert_array_equal(np.asarray(D.mv(jnp.ones(3))), np.zeros(4))
