@@ -29,8 +29,9 @@ from jax.experimental import sparse as jsparse
 _WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 #: Layouts of fewer padded entries than this get a number of chunks from a small set
 #: (`round_up`), so that nearby sparse matrices (cross-validation folds) share one compiled
-#: program; larger ones, where the extra chunks would cost more than the compile, do not.
-CHUNK_ROUND_LIMIT = 2**22
+#: program; larger ones do not: there a step's products take milliseconds, and up to 1/8
+#: more chunks in each of thousands of steps would cost more than the compile saved.
+CHUNK_ROUND_LIMIT = 2**20
 
 
 def round_up(m, least):
