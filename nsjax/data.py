@@ -27,6 +27,8 @@ import scipy.sparse as sp
 from jax.experimental import sparse as jsparse
 
 _WIDTHS = (1, 2, 4, 8, 16, 32, 64)
+# Measured cost of one chunk relative to one padded entry (gather + multiply) on the CPU.
+_CHUNK_COST = 2.0
 #: Layouts of fewer padded entries than this get a number of chunks from a small set
 #: (`round_up`), so that nearby sparse matrices (cross-validation folds) share one compiled
 #: program; larger ones do not: there a step's products take milliseconds, and up to 1/8
@@ -41,8 +43,6 @@ def round_up(m, least):
     m = max(int(m), least)
     step = 1 << max(m.bit_length() - 4, 0)
     return -(-m // step) * step
-# Measured cost of one chunk relative to one padded entry (gather + multiply) on the CPU.
-_CHUNK_COST = 2.0
 
 
 @jax.tree_util.register_dataclass
@@ -71,7 +71,8 @@ class Chunks:
         width = _chunk_width(counts) if width is None else width
         per_row = -(-counts // width)  # ceil
         num_chunks = max(int(per_row.sum()), 1)  # one all-zero chunk if M has no entry
-        if M.shape[0] and num_chunks * width < CHUNK_ROUND_LIMIT:  # all-zero chunks of the last row
+        if M.shape[0] and num_chunks * width < CHUNK_ROUND_LIMIT:
+            # All-zero chunks of the last row (`round_up`: one of a few layout sizes).
             per_row[-1] += round_up(num_chunks, 1) - num_chunks
             num_chunks = round_up(num_chunks, 1)
         first_chunk = np.cumsum(per_row) - per_row
