@@ -223,11 +223,12 @@ class DesignMatrix:
 
     @property
     def nnz(self) -> int:
-        """The number of stored entries (n·d for dense X), counted from concrete values.
-        (Not a static field: nearby sparse matrices share one compiled program.)"""
+        """The number of stored entries (n·d for dense X), counted on the device from
+        concrete values (no copy to the host). Not a static field: nearby sparse matrices
+        share one compiled program."""
         if not self.is_sparse:
             return self.shape[0] * self.shape[1]
-        return int(np.count_nonzero(np.asarray(self.by_row.value)))
+        return int(jnp.count_nonzero(self.by_row.value))
 
     @property
     def is_sparse(self) -> bool:

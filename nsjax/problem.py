@@ -774,6 +774,7 @@ def max_abs_entry(dtype, shape) -> float:
 
 @jax.jit
 def _objective_jit(problem, w):
+    """`Problem.objective`'s program: the problem is an argument, never closed over."""
     return problem.value(w)
 
 
