@@ -113,7 +113,7 @@ def profile(prob, solver):
         r[name], search[name] = best_ms(jax.jit(
             lambda p, w, S, d, obj=obj: obj.search(p, w, S, d.p, d.dS)), prob, w, S, d)
     ls = search["line_search"]
-    if prob.num_outputs > 1:  # the envelope walk alone, on the step's own lines
+    if (prob.num_outputs or 1) > 1:  # the envelope walk alone, on the step's own lines
         r["kinks"], _ = best_ms(jax.jit(lambda p, w, S, d: kinks(*p.line(w, S, d.p, d.dS)[:2])),
                                 prob, w, S, d)
     r["line_search_bracket"], r["kinks_passed"] = ls_obj.bracket, int(ls.evaluations)

@@ -1,0 +1,161 @@
+"""Sparse products X p and Xᵀu in other layouts, against nsjax's chunked one (issue 14 item 5).
+
+``gpu.py`` found the two products at 15-17 % of the read roofline on an H100 (1.0 and 1.25 ms
+for 0.46 GB each at 1M x 1M, float32) and ~65 % of a subLBFGS step. This script times, on the
+same text-like set (``large_scale.generate``: n = d = N, 50 nonzeros a row, column
+frequencies ∝ (j + 1)^-1.1), each product in each layout, jitted with the layout an argument,
+best of ``REPEATS`` after a compiling call:
+
+* ``chunks W=w``: `nsjax.data.Chunks` at a forced chunk width w (nsjax picks W by a CPU cost
+  model: the chosen one is marked); one gather, a sum over W, a sorted ``segment_sum``.
+* ``coo``: sorted triplets, a gather and a sorted ``segment_sum`` of every entry.
+* ``ell+chunks q``: the hybrid (HYB) format: each row's first L entries in an (n, L) block
+  (L: the q-quantile of the row lengths; a plain sum, no scatter), the rest in chunks.
+* ``cusparse``: ``jax.experimental.sparse.BCSR`` of X (and of Xᵀ for Xᵀu) with JAX's
+  cuSPARSE lowering switched on (``jax_bcoo_cusparse_lowering``; GPU only).
+
+Each product is checked against scipy's (float64) to float32's reach. Output: a table (ms, GB
+of the layout, GB/s it reaches against the measured read bandwidth) and
+``<out>/gpu_products.json``.
+
+    python benchmarks/gpu_products.py [--n N] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_bcoo_cusparse_lowering", True)
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+from jax.experimental import sparse as jsparse  # noqa: E402
+
+from nsjax.data import Chunks, _chunk_width  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import HERE, machine, save_json  # noqa: E402
+from large_scale import generate, read_bandwidth  # noqa: E402
+
+REPEATS = 20
+WIDTHS = (4, 8, 16, 32, 64)
+QUANTILES = (0.5, 0.9)
+
+
+def best_s(fn, *args) -> float:
+    jax.block_until_ready(fn(*args))
+    best = math.inf
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def nbytes(tree) -> int:
+    return sum(int(x.nbytes) for x in jax.tree_util.tree_leaves(tree))
+
+
+def coo(M: sp.csr_matrix):
+    row = np.repeat(np.arange(M.shape[0], dtype=np.int32), np.diff(M.indptr))
+    return (jnp.asarray(row), jnp.asarray(M.indices.astype(np.int32)),
+            jnp.asarray(M.data.astype(np.float32)))
+
+
+@jax.jit
+def coo_mv(t, v):
+    row, col, val = t
+    return jax.ops.segment_sum(val * v[col], row, num_segments=v.shape[0],
+                               indices_are_sorted=True)
+
+
+def ell_split(M: sp.csr_matrix, q: float):
+    """M's rows cut after L = quantile q of their lengths: an (n, L) block and the rest."""
+    counts = np.diff(M.indptr)
+    L = max(int(np.quantile(counts, q)), 1)
+    rank = np.arange(M.nnz) - np.repeat(M.indptr[:-1], counts)
+    row = np.repeat(np.arange(M.shape[0]), counts)
+    head = rank < L
+    index = np.zeros((M.shape[0], L), np.int32)
+    value = np.zeros((M.shape[0], L), np.float32)
+    index[row[head], rank[head]] = M.indices[head]
+    value[row[head], rank[head]] = M.data[head]
+    rest = sp.csr_matrix((M.data[~head], (row[~head], M.indices[~head])), shape=M.shape)
+    return (jnp.asarray(index), jnp.asarray(value), Chunks.from_csr(rest, np.float32, 16)), L
+
+
+@jax.jit
+def ell_mv(e, v):
+    index, value, rest = e
+    return jnp.sum(value * v[index], axis=1) + rest.mv(v)
+
+
+@jax.jit
+def chunks_mv(c, v):
+    return c.mv(v)
+
+
+@jax.jit
+def bcsr_mv(m, v):
+    return m @ v
+
+
+def candidates(M: sp.csr_matrix, gpu: bool):
+    """(name, layout, product) for M v."""
+    chosen = _chunk_width(np.diff(M.indptr))
+    for w in WIDTHS:
+        mark = " (nsjax's)" if w == chosen else ""
+        yield f"chunks W={w}{mark}", Chunks.from_csr(M, np.float32, w), chunks_mv
+    yield "coo", coo(M), coo_mv
+    for q in QUANTILES:
+        e, L = ell_split(M, q)
+        yield f"ell+chunks q={q} (L={L})", e, ell_mv
+    if gpu:
+        M32 = M.astype(np.float32)
+        yield "cusparse (BCSR)", jsparse.BCSR((jnp.asarray(M32.data),
+                                               jnp.asarray(M32.indices.astype(np.int32)),
+                                               jnp.asarray(M32.indptr.astype(np.int32))),
+                                              shape=M.shape), bcsr_mv
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    args = parser.parse_args(argv)
+    dev = jax.devices()[0]
+    gpu = dev.platform == "gpu"
+    bw = read_bandwidth(2**31 if gpu else 2**28)
+    X, _ = generate(args.n)
+    res = {"device": f"{dev.platform}: {getattr(dev, 'device_kind', str(dev))}",
+           "machine": machine(), "n": args.n, "nnz": int(X.nnz), "read_bandwidth": bw,
+           "rows": []}
+    rng = np.random.default_rng(0)
+    for direction, M in (("X p", X.tocsr()), ("Xᵀu", X.T.tocsr())):
+        v64 = rng.standard_normal(M.shape[1])
+        ref = M @ v64
+        v = jnp.asarray(v64, jnp.float32)
+        for name, layout, fn in candidates(M, gpu):
+            t = best_s(fn, layout, v)
+            err = float(np.max(np.abs(np.asarray(fn(layout, v), np.float64) - ref))
+                        / np.max(np.abs(ref)))
+            b = nbytes(layout)
+            row = {"product": direction, "layout": name, "ms": 1e3 * t, "bytes": b,
+                   "gb_s": b / t / 1e9, "of_read_bandwidth": b / t / bw, "rel_err": err}
+            res["rows"].append(row)
+            print(f"{direction:4s} {name:30s} {1e3 * t:8.3f} ms {b / 1e9:6.3f} GB "
+                  f"{b / t / 1e9:7.0f} GB/s ({100 * b / t / bw:5.1f} % of read) err {err:.1e}",
+                  flush=True)
+            del layout
+            save_json(args.out / "gpu_products.json", res)
+    print(f"read bandwidth {bw / 1e9:.0f} GB/s; wrote {args.out / 'gpu_products.json'}")
+
+
+if __name__ == "__main__":
+    main()
