@@ -195,34 +195,41 @@ def liblinear(X, y, clock: Clock, per_iter_guess: float) -> list[dict]:
     return fits
 
 
-def sparse_dtype(X, y, dt: str, res: dict, args, clock: Clock, save) -> None:
-    """Part 2 (and 3, 5 for float32) for one dtype of the sparse set."""
+def sparse_dtype(X, y, variant: str, res: dict, args, clock: Clock, save) -> None:
+    """Part 2 (and 3, 5 for the first variant) for one variant of the sparse set: a dtype,
+    optionally ":on" / ":off" for `nsjax.data.ROW_HEAD` (default: "auto")."""
     sp = res["sparse"]
+    dt, _, head = variant.partition(":")
+    nsjax.data.ROW_HEAD = {"on": True, "off": False, "": "auto"}[head]
     t0 = start = time.perf_counter()
     prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(LAM), X, y,
                          dtype=DTYPES[dt])
     jax.block_until_ready(prob.X)
     layouts = layout_bytes(prob, X, dt)
-    entry = {"build_s": time.perf_counter() - t0,
+    head_index = prob.X.by_row.head_index
+    entry = {"build_s": time.perf_counter() - t0, "row_head": nsjax.data.ROW_HEAD,
+             "row_head_width": 0 if head_index is None else int(head_index.shape[1]),
              "layouts": {k: layouts[k] for k in ("nnz", "bytes", "bytes_per_nnz")},
              **products(prob), "methods": {}}
-    sp["dtypes"][dt] = entry
+    sp["dtypes"][variant] = entry
     both = entry["layouts"]["bytes"]["both"]
     entry["roofline_step_s"] = both / res["read_bandwidth_bytes_s"]
-    clock.log(f"  {dt}: built in {entry['build_s']:.1f} s; X p {1e3 * entry['mv_s']:.2f} "
+    clock.log(f"  {variant} (row head {entry['row_head_width']}): built in "
+              f"{entry['build_s']:.1f} s; X p {1e3 * entry['mv_s']:.2f} "
               f"ms, Xᵀu {1e3 * entry['rmv_s']:.2f} ms; roofline step "
               f"{1e3 * entry['roofline_step_s']:.2f} ms ({both / 1e9:.2f} GB)")
     for name, solver in METHODS.items():
         if not clock.fits(COMPILE_GUESS + 60):
             entry["methods"][name] = {"skipped": "deadline"}
             continue
-        clock.log(f"  {dt} {name}")
+        clock.log(f"  {variant} {name}")
         row = sparse_method(prob, solver, X, y, clock)
         row["roofline_fraction"] = entry["roofline_step_s"] / row["step_s"]
         entry["methods"][name] = row
         save()
     entry["elapsed_s"] = time.perf_counter() - start  # build and methods: float64's forecast
-    if dt == "float32" and not args.no_liblinear:
+    first = variant == args.dtypes[0]
+    if first and not args.no_liblinear:
         sp["liblinear"] = liblinear(X, y, clock, 0.5 * args.n / 1e6)  # 2-core CPU: 0.5 s/epoch
     # J*: the lowest float64 J of every run so far; the best certified lower bound
     rows = [r for e in sp["dtypes"].values() for r in e.get("methods", {}).values()
@@ -239,7 +246,7 @@ def sparse_dtype(X, y, dt: str, res: dict, args, clock: Clock, save) -> None:
         for f in libs:
             f["rel_subopt"] = (f["value"] - sp["j_star"]) / sp["j_star"]
     save()
-    if dt == "float32" and args.profile and clock.fits(90):
+    if first and args.profile and clock.fits(90):
         clock.log("  step split (step_profile.profile, SubLBFGS(certify=False))")
         sp["profile_float32"] = profile(prob, S.SubLBFGS(memory=15, certify=False))
         save()
@@ -290,23 +297,23 @@ def report(res: dict) -> list[str]:
         lines.append(f"text-like {sp['n']:,} x {sp['n']:,}, nnz {sp['nnz']:,}, lam {LAM:g}; "
                      f"J* {sp.get('j_star', math.nan):.10g}, certified to "
                      f"{sp.get('j_star_certified_rel', math.nan):.1e}")
-        head = (f"{'dtype':8s} {'method':10s} {'step ms':>8s} {'roof ms':>8s} {'% roof':>7s} "
+        head = (f"{'dtype':12s} {'method':10s} {'step ms':>8s} {'roof ms':>8s} {'% roof':>7s} "
                 f"{'steps':>6s} {'result':>18s} {'t(1e-3)':>8s} {'k':>5s} {'compile':>8s}")
         lines += [head, "-" * len(head)]
         for dt, e in sp["dtypes"].items():
             if "skipped" in e:
-                lines.append(f"{dt:8s} skipped: {e['skipped']}")
+                lines.append(f"{dt:12s} skipped: {e['skipped']}")
                 continue
-            lines.append(f"{dt:8s} {'X p':10s} {1e3 * e['mv_s']:8.2f}; Xᵀu "
+            lines.append(f"{dt:12s} {'X p':10s} {1e3 * e['mv_s']:8.2f}; Xᵀu "
                          f"{1e3 * e['rmv_s']:.2f} ms; both layouts "
                          f"{e['layouts']['bytes']['both'] / 1e9:.2f} GB")
             for name, r in e["methods"].items():
                 if "skipped" in r:
-                    lines.append(f"{dt:8s} {name:10s} skipped: {r['skipped']}")
+                    lines.append(f"{dt:12s} {name:10s} skipped: {r['skipped']}")
                     continue
                 t = r.get("time_to")
                 lines.append(
-                    f"{dt:8s} {name:10s} {1e3 * r['step_s']:8.2f} "
+                    f"{dt:12s} {name:10s} {1e3 * r['step_s']:8.2f} "
                     f"{1e3 * e['roofline_step_s']:8.2f} {100 * r['roofline_fraction']:6.1f}% "
                     f"{r['steps']:6d} {r['result']:>18s} "
                     f"{(format(t['time_s'], '.3g') + ' s') if t else 'n/a':>8s} "
@@ -327,18 +334,18 @@ def report(res: dict) -> list[str]:
         lines += ["", f"dense {de['shape'][0]:,} x {de['shape'][1]}, hinge, lam {DENSE_LAM:g}"]
         for dt, e in de["dtypes"].items():
             if "skipped" in e:
-                lines.append(f"{dt:8s} skipped: {e['skipped']}")
+                lines.append(f"{dt:12s} skipped: {e['skipped']}")
                 continue
-            lines.append(f"{dt:8s} read {1e3 * e['read_s']:.3f} ms, X w {1e3 * e['mv_s']:.3f}, "
+            lines.append(f"{dt:12s} read {1e3 * e['read_s']:.3f} ms, X w {1e3 * e['mv_s']:.3f}, "
                          f"Xᵀu {1e3 * e['rmv_s']:.3f} ms")
             for name, r in e["methods"].items():
                 if "step_s" in r and r["step_s"]:
-                    lines.append(f"{dt:8s} {name:10s} step {1e3 * r['step_s']:.3f} ms = "
+                    lines.append(f"{dt:12s} {name:10s} step {1e3 * r['step_s']:.3f} ms = "
                                  f"{r['over_two_reads']:.2f} x two timed reads, "
                                  f"{r['over_two_reads_at_bandwidth']:.2f} x two reads at "
                                  "the bandwidth")
                 else:
-                    lines.append(f"{dt:8s} {name:10s} {r.get('skipped', 'no step time')}")
+                    lines.append(f"{dt:12s} {name:10s} {r.get('skipped', 'no step time')}")
     print("\n".join(lines), flush=True)
     return lines
 
@@ -373,7 +380,7 @@ def plot(res: dict, path: Path) -> None:
                 continue
             v = np.maximum((np.asarray(r["values"]) - sp["j_star"]) / sp["j_star"], PLOT_FLOOR)
             t = r["wall_s"] * np.arange(1, len(v) + 1) / max(len(v), 1)
-            ax2.plot(t, v, ls="--" if dt == "float32" else "-",
+            ax2.plot(t, v, ls="--" if dt.startswith("float32") else "-",
                      color={"OCAS-like": "C4", "Hybrid": "C6"}.get(name), label=f"{name} {dt}")
     lib = [f for f in sp.get("liblinear", []) if "rel_subopt" in f]
     if lib:
@@ -402,7 +409,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="n = 20,000 and a 8,000 x 100 dense set (a CPU check)")
     parser.add_argument("--n", type=int, default=None, help="n = d of the sparse set")
     parser.add_argument("--budget", type=float, default=420.0, help="deadline, seconds")
-    parser.add_argument("--dtypes", default="float32,float64")
+    parser.add_argument("--dtypes", default="float32,float64",
+                        help="variants of the sparse set: dtype[:on|:off] (the row head)")
+    parser.add_argument("--no-dense", dest="dense_part", action="store_false")
     parser.add_argument("--no-liblinear", action="store_true")
     parser.add_argument("--no-profile", dest="profile", action="store_false")
     parser.add_argument("--out", type=Path, default=HERE / "results")
@@ -442,7 +451,8 @@ def main(argv: list[str] | None = None) -> None:
     # float32 first (the GPU's dtype), then the dense set, then float64 as time allows
     first, *rest = args.dtypes
     sparse_dtype(X, y, first, res, args, clock, save)
-    dense_part(args, res, clock, save)
+    if args.dense_part:
+        dense_part(args, res, clock, save)
     for dt in rest:
         took = res["sparse"]["dtypes"][first].get("elapsed_s", 1e9)
         if clock.fits(1.3 * took):

@@ -60,8 +60,9 @@ def peak_rss_gib() -> float:
 def chunk_stats(ch, nnz: int) -> dict:
     leaves = {jax.tree_util.keystr(p).lstrip("."): int(a.nbytes)
               for p, a in jax.tree_util.tree_leaves_with_path(ch)}
-    slots = int(ch.index.size)
+    slots = int(ch.index.size) + (0 if ch.head_index is None else int(ch.head_index.size))
     return {"bytes": sum(leaves.values()), "leaf_bytes": leaves, "width": int(ch.index.shape[1]),
+            "head_width": 0 if ch.head_index is None else int(ch.head_index.shape[1]),
             "chunks": int(ch.index.shape[0]), "slots": slots,
             "index_dtype": str(ch.index.dtype), "padding_pct": 100 * (slots - nnz) / nnz}
 

@@ -12,12 +12,20 @@ nnz = 1.8 M). The scatter of a `segment_sum` is what costs on the CPU; chunking 
 W times smaller for 10–15 % of padding. W is chosen per matrix (`_chunk_width`), and
 indices are 16-bit where they fit (3.3 → 2.6 ms: the products are memory-bound).
 
+On a GPU the rows of X (the layout of X w) also get a *head* (`head_width`): each row's
+first L entries in a dense (n, L) block, summed without any scatter, the rest in chunks. The
+scatter of a `segment_sum` is what costs there: on an H100 at n = d = 10⁶, nnz = 5·10⁷
+(50 a row), float32, X w took 1.03 ms in chunks and 0.34 ms with a head of L = 62
+(`benchmarks/gpu.py`; `gpu_products.py` compares more layouts). Xᵀ a keeps plain chunks:
+the columns' lengths follow a power law there, and a head did not make it faster.
+
 A `DesignMatrix` is a pytree: its arrays are leaves, so it is an *argument* of compiled
 functions and never a closed-over constant (XLA would constant-fold it: 30 s compiles).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import jax
@@ -34,6 +42,11 @@ _CHUNK_COST = 2.0
 #: program; larger ones do not: there a step's products take milliseconds, and up to 1/8
 #: more chunks in each of thousands of steps would cost more than the compile saved.
 CHUNK_ROUND_LIMIT = 2**20
+#: Whether the row layout (X w) gets a dense head (`head_width`): "auto" on a GPU only (the
+#: default backend when X is laid out), True or False always.
+ROW_HEAD = "auto"
+#: A head holds padding of at most this fraction of the entries it holds.
+HEAD_PADDING = 0.25
 
 
 def round_up(m, least):
@@ -43,6 +56,28 @@ def round_up(m, least):
     m = max(int(m), least)
     step = 1 << max(m.bit_length() - 4, 0)
     return -(-m // step) * step
+
+
+def head_width(counts: np.ndarray) -> int:
+    """The width L of a dense head for rows of these lengths: the largest L whose (n, L)
+    block holds at most `HEAD_PADDING` padding per entry it holds, or 0 (no head) where
+    such a head would hold under half of the entries (rows of very unequal lengths)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.size == 0 or counts.max() == 0:
+        return 0
+    # held(L) = Σ min(len, L) for L = 1..max: the rows at least L long add one entry each
+    longer = counts.size - np.cumsum(np.bincount(counts))[:-1]  # rows with len >= L, L ≥ 1
+    held = np.cumsum(longer)
+    L = np.arange(1, held.size + 1)
+    ok = counts.size * L <= (1 + HEAD_PADDING) * held
+    best = int(L[ok][-1]) if ok.any() else 0
+    return best if best and held[best - 1] >= 0.5 * counts.sum() else 0
+
+
+def _use_row_head() -> bool:
+    if ROW_HEAD == "auto":
+        return jax.default_backend() == "gpu"
+    return bool(ROW_HEAD)
 
 
 @jax.tree_util.register_dataclass
@@ -56,18 +91,35 @@ class Chunks:
         value: (C, W) values (0 in the padding).
         owner: (C,) the row each chunk belongs to, ascending.
         num_rows: the number of rows of M, static.
+        head_index: None, or (num_rows, L): each row's first L column indices (padded as
+            the chunks are); its chunks then hold the rest of the row only.
+        head_value: None, or (num_rows, L) values (0 in the padding).
     """
 
     index: jax.Array
     value: jax.Array
     owner: jax.Array
     num_rows: int = field(metadata=dict(static=True))
+    head_index: jax.Array | None = None
+    head_value: jax.Array | None = None
 
     @classmethod
-    def from_csr(cls, M: sp.csr_matrix, dtype, width: int | None = None) -> Chunks:
+    def from_csr(cls, M: sp.csr_matrix, dtype, width: int | None = None,
+                 head: int = 0) -> Chunks:
         """Cut the rows of the CSR matrix M into zero-padded chunks (see the class) of
-        ``width`` entries (default: the cheapest for M's row lengths, `_chunk_width`)."""
+        ``width`` entries (default: the cheapest for M's row lengths, `_chunk_width`),
+        after a dense head of each row's first ``head`` entries where ``head`` > 0."""
         counts = np.diff(M.indptr)
+        itype = np.uint16 if M.shape[1] <= 1 << 16 else np.int32
+        heads = None
+        if head > 0:
+            heads = _dense_head(M, head, itype, dtype)
+            rank = np.arange(M.nnz) - np.repeat(M.indptr[:-1], counts)
+            rest = rank >= head
+            M = sp.csr_matrix((M.data[rest], M.indices[rest],
+                               np.concatenate([[0], np.cumsum(np.maximum(counts - head, 0))])),
+                              shape=M.shape)
+            counts = np.diff(M.indptr)
         width = _chunk_width(counts) if width is None else width
         per_row = -(-counts // width)  # ceil
         num_chunks = max(int(per_row.sum()), 1)  # one all-zero chunk if M has no entry
@@ -80,7 +132,6 @@ class Chunks:
         rank = np.arange(M.nnz) - M.indptr[row_of_entry]  # position within its row
         slot = first_chunk[row_of_entry] * width + rank
         # Products are memory-bound: 16-bit indices where they fit read 17 % fewer bytes.
-        itype = np.uint16 if M.shape[1] <= 1 << 16 else np.int32
         owner = (np.repeat(np.arange(M.shape[0]), per_row) if per_row.sum()
                  else np.zeros(num_chunks, int))
         # Padding points at a column the row already uses (its last), not at column 0, so
@@ -89,44 +140,81 @@ class Chunks:
         index = np.repeat(last_index[owner].astype(itype), width)
         value = np.zeros(num_chunks * width, dtype)
         index[slot], value[slot] = M.indices, M.data
+        head_index, head_value = heads if heads else (None, None)
         return cls(
             index=jnp.asarray(index.reshape(num_chunks, width)),
             value=jnp.asarray(value.reshape(num_chunks, width), dtype),
             owner=jnp.asarray(owner, jnp.int32),
             num_rows=int(M.shape[0]),
+            head_index=head_index, head_value=head_value,
         )
+
+    def _rows_sum(self, per_entry) -> jax.Array:
+        """Σ over each row's entries of ``per_entry(value, index)`` (shape (..., W) or
+        (..., W, K)): the head's rows summed in place, the chunks' sums scattered."""
+        out = jax.ops.segment_sum(jnp.sum(per_entry(self.value, self.index), axis=1),
+                                  self.owner, num_segments=self.num_rows,
+                                  indices_are_sorted=True)
+        if self.head_value is not None:
+            out = out + jnp.sum(per_entry(self.head_value, self.head_index), axis=1)
+        return out
 
     def mv(self, v: jax.Array) -> jax.Array:
         """M v for v of shape (m,) or (m, K)."""
         if v.shape[0] == 0:  # M has no column: nothing to gather
             return jnp.zeros((self.num_rows,) + v.shape[1:], v.dtype)
-        gathered = v.at[self.index].get(mode="promise_in_bounds")  # (C, W) or (C, W, K)
-        value = self.value if v.ndim == 1 else self.value[..., None]
-        chunk_sums = jnp.sum(value * gathered, axis=1)
-        return jax.ops.segment_sum(chunk_sums, self.owner, num_segments=self.num_rows,
-                                   indices_are_sorted=True)
+
+        def term(value, index):
+            gathered = v.at[index].get(mode="promise_in_bounds")  # (..., W) or (..., W, K)
+            return (value if v.ndim == 1 else value[..., None]) * gathered
+
+        return self._rows_sum(term)
 
     def sq_mv(self, v: jax.Array) -> jax.Array:
         """(M∘M) v, the entries of M squared, for v of shape (m,)."""
         if v.shape[0] == 0:
             return jnp.zeros((self.num_rows,), v.dtype)
-        gathered = v.at[self.index].get(mode="promise_in_bounds")
-        return jax.ops.segment_sum(jnp.sum(self.value * self.value * gathered, axis=1),
-                                   self.owner, num_segments=self.num_rows,
-                                   indices_are_sorted=True)
+        return self._rows_sum(
+            lambda value, index: value * value * v.at[index].get(mode="promise_in_bounds"))
 
     def row_sq_norms(self) -> jax.Array:
         """‖m_i‖² for every row of M."""
-        return jax.ops.segment_sum(jnp.sum(self.value * self.value, axis=1), self.owner,
-                                   num_segments=self.num_rows, indices_are_sorted=True)
+        return self._rows_sum(lambda value, index: value * value)
+
+    def count_nonzero(self) -> jax.Array:
+        """The number of nonzero stored values (head included), on the device."""
+        heads = 0 if self.head_value is None else jnp.count_nonzero(self.head_value)
+        return jnp.count_nonzero(self.value) + heads
 
     def to_csr(self, num_cols: int) -> sp.csr_matrix:
         """M as a scipy CSR matrix with ``num_cols`` columns."""
         index, value = np.asarray(self.index), np.asarray(self.value)
         row = np.repeat(np.asarray(self.owner), index.shape[1])
+        if self.head_value is not None:
+            head_index, head_value = np.asarray(self.head_index), np.asarray(self.head_value)
+            row = np.concatenate([np.repeat(np.arange(self.num_rows), head_index.shape[1]),
+                                  row])
+            index = np.concatenate([head_index.ravel(), index.ravel()])
+            value = np.concatenate([head_value.ravel(), value.ravel()])
         keep = value.ravel() != 0
         return sp.csr_matrix((value.ravel()[keep], (row[keep], index.ravel()[keep])),
                              shape=(self.num_rows, num_cols))
+
+
+def _dense_head(M: sp.csr_matrix, L: int, itype, dtype) -> tuple[jax.Array, jax.Array]:
+    """The first L entries of each row of M as (rows, L) index and value blocks, padded with
+    zeros that point at the row's first column (column 0 in an empty row)."""
+    counts = np.diff(M.indptr)
+    first = M.indices[np.minimum(M.indptr[:-1], max(M.nnz - 1, 0))] if M.nnz else np.zeros(
+        M.shape[0], int)
+    index = np.repeat(np.where(counts > 0, first, 0).astype(itype)[:, None], L, axis=1)
+    value = np.zeros((M.shape[0], L), dtype)
+    row = np.repeat(np.arange(M.shape[0]), counts)
+    rank = np.arange(M.nnz) - M.indptr[row]
+    held = rank < L
+    index[row[held], rank[held]] = M.indices[held]
+    value[row[held], rank[held]] = M.data[held]
+    return jnp.asarray(index), jnp.asarray(value, dtype)
 
 
 def _default_dtype(dtype):
@@ -141,20 +229,23 @@ def _default_dtype(dtype):
     return jax.dtypes.canonicalize_dtype(jnp.float64)
 
 
-def _stack_blocks(blocks: list[sp.csr_matrix], dtype) -> Chunks:
+def _stack_blocks(blocks: list[sp.csr_matrix], dtype, rows: bool) -> Chunks:
     """The rows of several same-width CSR blocks as one `Chunks` with a leading block axis:
-    one chunk width for all, each block padded at its end with all-zero chunks (owned by
-    its last row, pointing where its last chunk points) to the same number of chunks."""
-    width = _chunk_width(np.concatenate([np.diff(M.indptr) for M in blocks]))
-    parts = [Chunks.from_csr(M, dtype, width) for M in blocks]
+    one chunk width (and head width) for all, each block padded at its end with all-zero
+    chunks (owned by its last row, pointing where its last chunk points) to the same number
+    of chunks. ``rows``: these are X's rows (the layout that may get a head)."""
+    counts = np.concatenate([np.diff(M.indptr) for M in blocks])
+    head = head_width(counts) if rows and _use_row_head() else 0
+    width = _chunk_width(np.maximum(counts - head, 0))
+    parts = [Chunks.from_csr(M, dtype, width, head) for M in blocks]
     size = max(c.owner.shape[0] for c in parts)
 
     def pad(c: Chunks) -> Chunks:
         extra = size - c.owner.shape[0]
-        return Chunks(jnp.concatenate([c.index, jnp.repeat(c.index[-1:], extra, 0)]),
-                      jnp.concatenate([c.value, jnp.zeros((extra, width), c.value.dtype)]),
-                      jnp.concatenate([c.owner, jnp.full(extra, c.num_rows - 1, jnp.int32)]),
-                      c.num_rows)
+        return dataclasses.replace(
+            c, index=jnp.concatenate([c.index, jnp.repeat(c.index[-1:], extra, 0)]),
+            value=jnp.concatenate([c.value, jnp.zeros((extra, width), c.value.dtype)]),
+            owner=jnp.concatenate([c.owner, jnp.full(extra, c.num_rows - 1, jnp.int32)]))
 
     return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[pad(c) for c in parts])
 
@@ -228,7 +319,7 @@ class DesignMatrix:
         share one compiled program."""
         if not self.is_sparse:
             return self.shape[0] * self.shape[1]
-        return int(jnp.count_nonzero(self.by_row.value))
+        return int(self.by_row.count_nonzero())
 
     @property
     def is_sparse(self) -> bool:
@@ -272,8 +363,9 @@ class DesignMatrix:
             csr.eliminate_zeros()
             if dtype is None:
                 dtype = _default_dtype(csr.dtype)
+            head = head_width(np.diff(csr.indptr)) if _use_row_head() else 0
             with np.errstate(over="ignore"):  # values beyond the dtype's range: see Problem
-                by_row = Chunks.from_csr(csr, dtype)
+                by_row = Chunks.from_csr(csr, dtype, head=head)
                 by_col = Chunks.from_csr(csr.T.tocsr(), dtype)
             return cls(dense=None, by_row=by_row, by_col=by_col,
                        shape=(int(csr.shape[0]), int(csr.shape[1])))
@@ -324,12 +416,23 @@ class DesignMatrix:
                 raise ValueError(f"X.{name} does not fit X.shape = {shape} (num_rows, index, "
                                  "value and owner shapes); build X with DesignMatrix.from_any.")
             _check_float(part.value.dtype, f"X.{name}.value")
-            if any(isinstance(a, jax.core.Tracer) for a in (part.index, part.owner)):
+            if (part.head_index is None) != (part.head_value is None) or (
+                    part.head_index is not None
+                    and (jnp.ndim(part.head_index) != 2 or jnp.shape(part.head_index)[0] != rows
+                         or jnp.shape(part.head_value) != jnp.shape(part.head_index)
+                         or part.head_value.dtype != part.value.dtype)):
+                raise ValueError(f"X.{name}'s head must be None or (head_index, head_value) of "
+                                 f"shape ({rows}, L) and X's dtype; build X with "
+                                 "DesignMatrix.from_any.")
+            if any(isinstance(a, jax.core.Tracer) for a in (part.index, part.owner,
+                                                            part.head_index)):
                 continue
             index, owner = np.asarray(part.index), np.asarray(part.owner)
-            if index.size and (index.min() < 0 or index.max() >= max(cols, 1)):
-                raise ValueError(f"X.{name}.index holds indices outside [0, {cols}); build X "
-                                 "with DesignMatrix.from_any.")
+            for what, idx in (("index", index), ("head_index", part.head_index)):
+                idx = np.asarray(idx) if idx is not None else np.zeros(0, int)
+                if idx.size and (idx.min() < 0 or idx.max() >= max(cols, 1)):
+                    raise ValueError(f"X.{name}.{what} holds indices outside [0, {cols}); "
+                                     "build X with DesignMatrix.from_any.")
             if owner.size and (owner.min() < 0 or owner.max() >= max(rows, 1)
                                or np.any(np.diff(owner) < 0)):
                 raise ValueError(f"X.{name}.owner must be ascending rows in [0, {rows}); build "
@@ -356,8 +459,8 @@ class DesignMatrix:
         csr, size = self.to_scipy(), n // blocks
         parts = [csr[b * size:(b + 1) * size] for b in range(blocks)]
         dtype = self.dtype
-        return DesignMatrix(None, _stack_blocks(parts, dtype),
-                            _stack_blocks([M.T.tocsr() for M in parts], dtype),
+        return DesignMatrix(None, _stack_blocks(parts, dtype, rows=True),
+                            _stack_blocks([M.T.tocsr() for M in parts], dtype, rows=False),
                             self.shape, blocks)
 
     def mv(self, w: jax.Array) -> jax.Array:

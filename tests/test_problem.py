@@ -1,5 +1,6 @@
 """Problem: validation, labels, subgradients, the oracle (eqs. 22–23) and dual bounds."""
 
+import dataclasses
 import itertools
 
 import jax
@@ -195,9 +196,16 @@ def test_design_matrix_products_agree():
     assert D32.mv(jnp.asarray(w, jnp.float32)).dtype == jnp.float32
 
 
+@pytest.fixture(params=[False, True], ids=["chunks", "row_head"])
+def row_head(request, monkeypatch):
+    """Sparse X laid out as on a CPU (chunks only) and as on a GPU (rows with a dense head)."""
+    monkeypatch.setattr(nsjax.data, "ROW_HEAD", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("shape, density", [((40, 7), 0.9), ((300, 50), 0.02), ((5, 400), 0.3),
                                             ((3, 70_000), 1e-3)])
-def test_chunked_sparse_products_match_scipy(shape, density):
+def test_chunked_sparse_products_match_scipy(shape, density, row_head):
     # Row and column lengths that span several chunk widths, empty rows and columns,
     # duplicate and explicitly zero entries, and (d, K) weights.
     rng = np.random.default_rng(1)
@@ -216,6 +224,9 @@ def test_chunked_sparse_products_match_scipy(shape, density):
         np.testing.assert_allclose(np.asarray(D.rmv(jnp.asarray(a))), X.T @ a, rtol=1e-12,
                                    atol=1e-14)
     assert (D.to_scipy() != X).nnz == 0
+    assert (D.by_row.head_value is not None) == (row_head and nsjax.data.head_width(
+        np.diff(X.indptr)) > 0)
+    assert D.by_col.head_value is None
     # 16-bit indices only where they fit.
     assert D.by_row.index.dtype == (jnp.uint16 if shape[1] <= 1 << 16 else jnp.int32)
     assert D.by_col.index.dtype == (jnp.uint16 if shape[0] <= 1 << 16 else jnp.int32)
@@ -257,18 +268,83 @@ def test_design_matrix_without_entries():
     assert D.rmv(jnp.ones(3)).shape == (0,)
 
 
-def test_padding_keeps_non_finite_weights_in_their_rows():
+def test_padding_keeps_non_finite_weights_in_their_rows(row_head):
     # Row 0 uses column 0, rows 1-5 use columns 1-3 only (and are padded): an infinite
     # w[0] must make row 0 infinite and leave the others finite, as scipy's product does.
     X = np.zeros((6, 8))
     X[:, 1:4] = 1.0
     X[0, 0] = 1.0
     D = nsjax.DesignMatrix.from_any(sp.csr_matrix(X))
+    assert (D.by_row.head_value is not None) == row_head
     w = np.ones(8)
     w[0] = np.inf
     expected = sp.csr_matrix(X) @ w
     assert np.isinf(expected[0]) and np.all(np.isfinite(expected[1:]))
     np.testing.assert_array_equal(np.asarray(D.mv(jnp.asarray(w))), expected)
+
+
+def test_head_width_is_the_widest_head_within_its_padding_limit():
+    # Brute force over every L of the rule in head_width's docstring, on row lengths of
+    # several shapes: equal, Poisson, power-law (a head would hold too little), empty.
+    from nsjax.data import HEAD_PADDING, head_width
+
+    rng = np.random.default_rng(0)
+    cases = [np.full(50, 7), rng.poisson(50, 1000), np.minimum(
+        (rng.pareto(0.8, 1000) + 1).astype(int), 10_000), np.zeros(5, int), np.array([0, 3]),
+        np.array([], int)]
+    for counts in cases:
+        total = counts.sum()
+        ok = [L for L in range(1, int(counts.max(initial=0)) + 1)
+              if counts.size * L <= (1 + HEAD_PADDING) * np.minimum(counts, L).sum()]
+        expected = max(ok, default=0)
+        if expected and np.minimum(counts, expected).sum() < 0.5 * total:
+            expected = 0
+        assert head_width(counts) == expected
+    assert head_width(np.full(50, 7)) == 7
+    assert head_width(cases[2]) == 0  # power-law lengths: no head
+
+
+def test_row_head_is_used_on_gpus_only_by_default(monkeypatch):
+    X = sp.random(60, 20, density=0.3, random_state=0, format="csr")
+    assert nsjax.data.ROW_HEAD == "auto"
+    assert nsjax.DesignMatrix.from_any(X).by_row.head_value is None  # a CPU here
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    D = nsjax.DesignMatrix.from_any(X)
+    L = nsjax.data.head_width(np.diff(X.indptr))
+    assert L > 0 and D.by_row.head_value.shape == (60, L) and D.by_col.head_value is None
+    assert D.nnz == X.nnz
+    hand_built = nsjax.DesignMatrix(None, dataclasses.replace(D.by_row, head_value=None),
+                                    D.by_col, D.shape)
+    with pytest.raises(ValueError, match="head must be None or"):
+        hand_built.check_layout()
+    bad_index = nsjax.DesignMatrix(None, dataclasses.replace(
+        D.by_row, head_index=D.by_row.head_index + 100), D.by_col, D.shape)
+    with pytest.raises(ValueError, match="head_index holds indices outside"):
+        bad_index.check_layout()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_row_head_gives_the_same_solutions(monkeypatch, dtype):
+    # The GPU's row layout, run on the CPU: solvers on sparse hinge and L1 logistic
+    # problems reach the solution of the chunks-only layout (the sums are the
+    # same up to their order: 1e-10 in float64, float32's reach in float32).
+    X, y = nsjax.datasets.synthetic_sparse(400, 60, 0.1, seed=4)
+    problems = {}
+    for head in (False, True):
+        monkeypatch.setattr(nsjax.data, "ROW_HEAD", head)
+        problems[head] = (
+            nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-3), X, y, dtype=dtype),
+            nsjax.Problem(nsjax.losses.Logistic(), nsjax.regularizers.L1(1e-2), X, y,
+                          dtype=dtype))
+    assert problems[True][0].X.by_row.head_value is not None
+    rtol = 1e-10 if dtype == np.float64 else 1e-4
+    S = nsjax.solvers
+    # The Hybrid runs subLBFGS, then BMRM; OBA uses (X∘X)ᵀa too.
+    for k, solver in ((0, S.Hybrid()), (1, S.OBA())):
+        a, b = (nsjax.solve(problems[h][k], solver, tol=1e-9 if dtype == np.float64 else 1e-5)
+                for h in (False, True))
+        assert a.result == b.result == nsjax.RESULTS.successful, (solver, a.result, b.result)
+        assert float(b.value) == pytest.approx(float(a.value), rel=rtol), solver
 
 
 def test_band_certificate_is_a_lower_bound_and_tight_near_the_optimum():

@@ -95,9 +95,13 @@ def test_shard_refuses_what_it_cannot_split():
         blocked.split_rows(5)
 
 
-def test_sparse_rows_cut_into_blocks_give_the_same_products_and_solution():
+@pytest.mark.parametrize("row_head", [False, True], ids=["chunks", "row_head"])
+def test_sparse_rows_cut_into_blocks_give_the_same_products_and_solution(monkeypatch,
+                                                                        row_head):
     # The layout of a sharded sparse X (one block of rows per device), here on one device:
-    # empty rows and columns, rows of every length, (n, K) scores.
+    # empty rows and columns, rows of every length, (n, K) scores; as on a CPU and as on a
+    # GPU (rows with a dense head of one width for all blocks).
+    monkeypatch.setattr(nsjax.data, "ROW_HEAD", row_head)
     rng = np.random.default_rng(3)
     X = sp.random(120, 40, density=0.08, random_state=3, format="lil")
     X[5] = 0
@@ -109,6 +113,7 @@ def test_sparse_rows_cut_into_blocks_give_the_same_products_and_solution():
     for blocks in (2, 3, 8):
         D = prob.X.split_rows(blocks)
         assert D.blocks == blocks and D.by_row.index.shape[0] == blocks
+        assert (D.by_row.head_value is not None) == row_head
         assert abs(D.to_scipy() - X).max() == 0
         w, a, A = rng.normal(size=40), rng.normal(size=120), rng.normal(size=(120, 3))
         np.testing.assert_allclose(np.asarray(D.mv(jnp.asarray(w))), X @ w, rtol=1e-12,
