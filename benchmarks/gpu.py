@@ -8,7 +8,9 @@ it. It runs unchanged on a CPU (``--quick`` is the CPU check that it works).
    256 MB, best of 7; on a GPU its HBM).
 2. The text-like set of ``large_scale.py`` at n = d = N (default 1,000,000; 50 nonzeros a
    row, column frequencies ∝ (j + 1)^-1.1, unit-norm rows), the hinge with L2(λ = 1e-6), as a
-   float32 Problem (then float64, time allowing). Its layouts' bytes
+   float32 Problem (then float64, time allowing; ``--dtypes float32:off,float32:on`` compares
+   the sparse layout without and with the row head of `nsjax.data.head_width`, which
+   "auto" uses on GPUs only). Its layouts' bytes
    (``large_scale.layout_bytes``) give the roofline of a step: both layouts read once at the
    measured bandwidth. Timed (best of 7, jitted, the problem an argument): X p and Xᵀu alone,
    each against one layout's read. For the OCAS-like ``BMRM(line_search="exact")`` and the
