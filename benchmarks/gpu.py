@@ -71,7 +71,7 @@ import nsjax  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import HERE, PLOT_FLOOR, compile_time, machine, save_json  # noqa: E402
 from binary_hinge import objective  # noqa: E402
-from dense_step import make_data  # noqa: E402
+from dense_step import best_of, make_data  # noqa: E402
 from dense_step import per_step as dense_per_step  # noqa: E402
 from large_scale import generate, layout_bytes, read_bandwidth  # noqa: E402
 from step_profile import profile  # noqa: E402
@@ -114,16 +114,6 @@ class Clock:
         print(f"[{self.now():6.1f} s] {msg}", flush=True)
 
 
-def best_s(fn, *args, repeats: int = 7) -> float:
-    jax.block_until_ready(fn(*args))
-    best = math.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def timed(prob, solver, k: int, tol: float):
     t0 = time.perf_counter()
     sol = nsjax.solve(prob, solver, max_steps=k, tol=tol)
@@ -134,8 +124,8 @@ def timed(prob, solver, k: int, tol: float):
 def products(prob) -> dict:
     X = prob.X
     n, d = X.shape
-    return {"mv_s": best_s(jax.jit(lambda X, v: X.mv(v)), X, jnp.ones(d, X.dtype)),
-            "rmv_s": best_s(jax.jit(lambda X, u: X.rmv(u)), X, jnp.ones(n, X.dtype))}
+    return {"mv_s": best_of(jax.jit(lambda X, v: X.mv(v)), X, jnp.ones(d, X.dtype)),
+            "rmv_s": best_of(jax.jit(lambda X, u: X.rmv(u)), X, jnp.ones(n, X.dtype))}
 
 
 def sparse_method(prob, solver, X, y, clock: Clock) -> dict:
@@ -267,7 +257,7 @@ def dense_part(args, res: dict, clock: Clock, save) -> None:
             continue
         prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(DENSE_LAM), X, y,
                              dtype=DTYPES[dt])
-        read = best_s(jax.jit(jnp.sum), prob.X.dense)
+        read = best_of(jax.jit(jnp.sum), prob.X.dense)
         entry = {"bytes": int(prob.X.dense.nbytes), "read_s": read, **products(prob),
                  "methods": {}}
         # two reads at the measured bandwidth: on a GPU the timed sum of X includes a call

@@ -24,9 +24,7 @@ of the layout, GB/s it reaches against the measured read bandwidth) and
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-import time
 from pathlib import Path
 
 import jax
@@ -41,21 +39,12 @@ from nsjax.data import Chunks, _chunk_width  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import HERE, machine, save_json  # noqa: E402
+from dense_step import best_of  # noqa: E402
 from large_scale import generate, read_bandwidth  # noqa: E402
 
 REPEATS = 20
 WIDTHS = (4, 8, 16, 32, 64)
 QUANTILES = (0.5, 0.9)
-
-
-def best_s(fn, *args) -> float:
-    jax.block_until_ready(fn(*args))
-    best = math.inf
-    for _ in range(REPEATS):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def nbytes(tree) -> int:
@@ -142,7 +131,7 @@ def main(argv=None) -> None:
         ref = M @ v64
         v = jnp.asarray(v64, jnp.float32)
         for name, layout, fn in candidates(M, gpu):
-            t = best_s(fn, layout, v)
+            t = best_of(fn, layout, v, reps=REPEATS)
             err = float(np.max(np.abs(np.asarray(fn(layout, v), np.float64) - ref))
                         / np.max(np.abs(ref)))
             b = nbytes(layout)
