@@ -323,28 +323,26 @@ def test_row_head_is_used_on_gpus_only_by_default(monkeypatch):
         bad_index.check_layout()
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_a_row_head_gives_the_same_solutions(monkeypatch, dtype):
-    # The GPU's row layout, run on the CPU: solvers on sparse hinge and L1 logistic
-    # problems reach the solution of the chunks-only layout (the sums are the
-    # same up to their order: 1e-10 in float64, float32's reach in float32).
+@pytest.mark.parametrize("case", ["hinge-float32", "l1_logistic-float64"])
+def test_a_row_head_gives_the_same_solutions(monkeypatch, case):
+    # The GPU's row layout, run on the CPU: the default solvers of a sparse hinge problem in
+    # float32 (the GPU's dtype; the Hybrid: subLBFGS, then BMRM) and of an L1 logistic one
+    # in float64 (OBA, which also uses (X∘X)ᵀa) reach the solution of the chunks-only
+    # layout: the sums are the same up to their order (1e-10 in float64, 1e-4 in float32).
     X, y = nsjax.datasets.synthetic_sparse(400, 60, 0.1, seed=4)
-    problems = {}
+    loss, reg, dtype, tol, rtol = {
+        "hinge-float32": (nsjax.losses.Hinge(), L2(1e-3), np.float32, 1e-5, 1e-4),
+        "l1_logistic-float64": (nsjax.losses.Logistic(), nsjax.regularizers.L1(1e-2),
+                                np.float64, 1e-9, 1e-10)}[case]
+    sols = []
     for head in (False, True):
         monkeypatch.setattr(nsjax.data, "ROW_HEAD", head)
-        problems[head] = (
-            nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-3), X, y, dtype=dtype),
-            nsjax.Problem(nsjax.losses.Logistic(), nsjax.regularizers.L1(1e-2), X, y,
-                          dtype=dtype))
-    assert problems[True][0].X.by_row.head_value is not None
-    rtol = 1e-10 if dtype == np.float64 else 1e-4
-    S = nsjax.solvers
-    # The Hybrid runs subLBFGS, then BMRM; OBA uses (X∘X)ᵀa too.
-    for k, solver in ((0, S.Hybrid()), (1, S.OBA())):
-        a, b = (nsjax.solve(problems[h][k], solver, tol=1e-9 if dtype == np.float64 else 1e-5)
-                for h in (False, True))
-        assert a.result == b.result == nsjax.RESULTS.successful, (solver, a.result, b.result)
-        assert float(b.value) == pytest.approx(float(a.value), rel=rtol), solver
+        prob = nsjax.Problem(loss, reg, X, y, dtype=dtype)
+        assert (prob.X.by_row.head_value is not None) == head
+        sols.append(nsjax.solve(prob, tol=tol))
+    a, b = sols
+    assert a.result == b.result == nsjax.RESULTS.successful, (a.result, b.result)
+    assert float(b.value) == pytest.approx(float(a.value), rel=rtol)
 
 
 def test_band_certificate_is_a_lower_bound_and_tight_near_the_optimum():
