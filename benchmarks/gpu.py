@@ -86,6 +86,7 @@ KS = (10, 30)  # the step in the loop: t(30) - t(10)
 DENSE_KS = (20, 60)
 LIB_ITERS = (8, 16, 32)
 LIB_TOTAL_S = 30.0  # LIBLINEAR's fits stop before this: device time is scarce
+COMPILE_GUESS = 30.0  # s, a solver's compile in the deadline's forecasts
 METHODS = {
     "OCAS-like": S.BMRM(line_search="exact"),
     "Hybrid": S.Hybrid(sublbfgs=S.SubLBFGS(certify=False)),
@@ -243,8 +244,6 @@ def sparse_dtype(X, y, variant: str, res: dict, args, clock: Clock, save) -> Non
         sp["profile_float32"] = profile(prob, S.SubLBFGS(memory=15, certify=False))
         save()
 
-
-COMPILE_GUESS = 30.0
 
 
 def dense_part(args, res: dict, clock: Clock, save) -> None:
