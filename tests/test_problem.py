@@ -269,11 +269,13 @@ def test_design_matrix_without_entries():
 
 
 def test_padding_keeps_non_finite_weights_in_their_rows(row_head):
-    # Row 0 uses column 0, rows 1-5 use columns 1-3 only (and are padded): an infinite
-    # w[0] must make row 0 infinite and leave the others finite, as scipy's product does.
+    # Row 0 uses column 0, rows 1-5 use columns 1-3 only, row 5 only 1-2 (and are padded,
+    # in the chunks and in the head): an infinite w[0] must make row 0 infinite and leave
+    # the others finite, as scipy's product does.
     X = np.zeros((6, 8))
     X[:, 1:4] = 1.0
     X[0, 0] = 1.0
+    X[5, 3] = 0.0
     D = nsjax.DesignMatrix.from_any(sp.csr_matrix(X))
     assert (D.by_row.head_value is not None) == row_head
     w = np.ones(8)
