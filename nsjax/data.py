@@ -74,10 +74,10 @@ def head_width(counts: np.ndarray) -> int:
     return best if best and held[best - 1] >= 0.5 * counts.sum() else 0
 
 
-def _use_row_head() -> bool:
-    if ROW_HEAD == "auto":
-        return jax.default_backend() == "gpu"
-    return bool(ROW_HEAD)
+def _row_head_width(counts: np.ndarray) -> int:
+    """`head_width` for X's rows where `ROW_HEAD` asks for a head (on this backend), else 0."""
+    wanted = jax.default_backend() == "gpu" if ROW_HEAD == "auto" else bool(ROW_HEAD)
+    return head_width(counts) if wanted else 0
 
 
 @jax.tree_util.register_dataclass
@@ -109,17 +109,11 @@ class Chunks:
         """Cut the rows of the CSR matrix M into zero-padded chunks (see the class) of
         ``width`` entries (default: the cheapest for M's row lengths, `_chunk_width`),
         after a dense head of each row's first ``head`` entries where ``head`` > 0."""
-        counts = np.diff(M.indptr)
         itype = np.uint16 if M.shape[1] <= 1 << 16 else np.int32
-        heads = None
+        head_index = head_value = None
         if head > 0:
-            heads = _dense_head(M, head, itype, dtype)
-            rank = np.arange(M.nnz) - np.repeat(M.indptr[:-1], counts)
-            rest = rank >= head
-            M = sp.csr_matrix((M.data[rest], M.indices[rest],
-                               np.concatenate([[0], np.cumsum(np.maximum(counts - head, 0))])),
-                              shape=M.shape)
-            counts = np.diff(M.indptr)
+            head_index, head_value, M = _cut_head(M, head, itype, dtype)
+        counts = np.diff(M.indptr)
         width = _chunk_width(counts) if width is None else width
         per_row = -(-counts // width)  # ceil
         num_chunks = max(int(per_row.sum()), 1)  # one all-zero chunk if M has no entry
@@ -140,7 +134,6 @@ class Chunks:
         index = np.repeat(last_index[owner].astype(itype), width)
         value = np.zeros(num_chunks * width, dtype)
         index[slot], value[slot] = M.indices, M.data
-        head_index, head_value = heads if heads else (None, None)
         return cls(
             index=jnp.asarray(index.reshape(num_chunks, width)),
             value=jnp.asarray(value.reshape(num_chunks, width), dtype),
@@ -188,22 +181,22 @@ class Chunks:
 
     def to_csr(self, num_cols: int) -> sp.csr_matrix:
         """M as a scipy CSR matrix with ``num_cols`` columns."""
-        index, value = np.asarray(self.index), np.asarray(self.value)
-        row = np.repeat(np.asarray(self.owner), index.shape[1])
+        index, value = np.asarray(self.index).ravel(), np.asarray(self.value).ravel()
+        row = np.repeat(np.asarray(self.owner), self.index.shape[1])
         if self.head_value is not None:
-            head_index, head_value = np.asarray(self.head_index), np.asarray(self.head_value)
-            row = np.concatenate([np.repeat(np.arange(self.num_rows), head_index.shape[1]),
-                                  row])
-            index = np.concatenate([head_index.ravel(), index.ravel()])
-            value = np.concatenate([head_value.ravel(), value.ravel()])
-        keep = value.ravel() != 0
-        return sp.csr_matrix((value.ravel()[keep], (row[keep], index.ravel()[keep])),
+            width = self.head_index.shape[1]
+            row = np.concatenate([np.repeat(np.arange(self.num_rows), width), row])
+            index = np.concatenate([np.asarray(self.head_index).ravel(), index])
+            value = np.concatenate([np.asarray(self.head_value).ravel(), value])
+        keep = value != 0
+        return sp.csr_matrix((value[keep], (row[keep], index[keep])),
                              shape=(self.num_rows, num_cols))
 
 
-def _dense_head(M: sp.csr_matrix, L: int, itype, dtype) -> tuple[jax.Array, jax.Array]:
+def _cut_head(M: sp.csr_matrix, L: int, itype, dtype):
     """The first L entries of each row of M as (rows, L) index and value blocks, padded with
-    zeros that point at the row's first column (column 0 in an empty row)."""
+    zeros that point at the row's first column (column 0 in an empty row), and the rest of
+    M as a CSR matrix."""
     counts = np.diff(M.indptr)
     first = M.indices[np.minimum(M.indptr[:-1], max(M.nnz - 1, 0))] if M.nnz else np.zeros(
         M.shape[0], int)
@@ -214,7 +207,10 @@ def _dense_head(M: sp.csr_matrix, L: int, itype, dtype) -> tuple[jax.Array, jax.
     held = rank < L
     index[row[held], rank[held]] = M.indices[held]
     value[row[held], rank[held]] = M.data[held]
-    return jnp.asarray(index), jnp.asarray(value, dtype)
+    rest = sp.csr_matrix((M.data[~held], M.indices[~held],
+                          np.concatenate([[0], np.cumsum(np.maximum(counts - L, 0))])),
+                         shape=M.shape)
+    return jnp.asarray(index), jnp.asarray(value, dtype), rest
 
 
 def _default_dtype(dtype):
@@ -235,7 +231,7 @@ def _stack_blocks(blocks: list[sp.csr_matrix], dtype, rows: bool) -> Chunks:
     chunks (owned by its last row, pointing where its last chunk points) to the same number
     of chunks. ``rows``: these are X's rows (the layout that may get a head)."""
     counts = np.concatenate([np.diff(M.indptr) for M in blocks])
-    head = head_width(counts) if rows and _use_row_head() else 0
+    head = _row_head_width(counts) if rows else 0
     width = _chunk_width(np.maximum(counts - head, 0))
     parts = [Chunks.from_csr(M, dtype, width, head) for M in blocks]
     size = max(c.owner.shape[0] for c in parts)
@@ -363,7 +359,7 @@ class DesignMatrix:
             csr.eliminate_zeros()
             if dtype is None:
                 dtype = _default_dtype(csr.dtype)
-            head = head_width(np.diff(csr.indptr)) if _use_row_head() else 0
+            head = _row_head_width(np.diff(csr.indptr))
             with np.errstate(over="ignore"):  # values beyond the dtype's range: see Problem
                 by_row = Chunks.from_csr(csr, dtype, head=head)
                 by_col = Chunks.from_csr(csr.T.tocsr(), dtype)
