@@ -8,9 +8,10 @@ it. It runs unchanged on a CPU (``--quick`` is the CPU check that it works).
    256 MB, best of 7; on a GPU its HBM).
 2. The text-like set of ``large_scale.py`` at n = d = N (default 1,000,000; 50 nonzeros a
    row, column frequencies ∝ (j + 1)^-1.1, unit-norm rows), the hinge with L2(λ = 1e-6), as a
-   float32 Problem (then float64, time allowing; ``--dtypes float32:off,float32:on`` compares
-   the sparse layout without and with the row head of `nsjax.data.head_width`, which
-   "auto" uses on GPUs only). Its layouts' bytes
+   float32 Problem (then float64, time allowing; ``--dtypes float32:off,float32:head,
+   float32:on`` compares the sparse layouts: chunks only, rows with the head of
+   `nsjax.data.head_width`, and that head with the columns in `nsjax.data.Buckets` too,
+   which "auto" uses on GPUs only). Its layouts' bytes
    (``large_scale.layout_bytes``) give the roofline of a step: both layouts read once at the
    measured bandwidth. Timed (best of 7, jitted, the problem an argument): X p and Xᵀu alone,
    each against one layout's read. For the OCAS-like ``BMRM(line_search="exact")`` and the
@@ -190,10 +191,13 @@ def liblinear(X, y, clock: Clock, per_iter_guess: float) -> list[dict]:
 
 def sparse_dtype(X, y, variant: str, res: dict, args, clock: Clock, save) -> None:
     """Part 2 (and 3, 5 for the first variant) for one variant of the sparse set: a dtype,
-    optionally ":on" / ":off" for `nsjax.data.ROW_HEAD` (default: "auto")."""
+    optionally ":off" (chunks only), ":head" (a row head) or ":on" (a row head and column
+    buckets) for `nsjax.data.ROW_HEAD` and `COL_BUCKETS` (default: "auto" for both)."""
     sp = res["sparse"]
-    dt, _, head = variant.partition(":")
-    nsjax.data.ROW_HEAD = {"on": True, "off": False, "": "auto"}[head]
+    dt, _, layout = variant.partition(":")
+    nsjax.data.ROW_HEAD, nsjax.data.COL_BUCKETS = {
+        "off": (False, False), "head": (True, False), "on": (True, True),
+        "": ("auto", "auto")}[layout]
     t0 = start = time.perf_counter()
     prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(LAM), X, y,
                          dtype=DTYPES[dt])
@@ -201,13 +205,15 @@ def sparse_dtype(X, y, variant: str, res: dict, args, clock: Clock, save) -> Non
     layouts = layout_bytes(prob, X, dt)
     head_index = prob.X.by_row.head_index
     entry = {"build_s": time.perf_counter() - t0, "row_head": nsjax.data.ROW_HEAD,
+             "col_buckets": type(prob.X.by_col).__name__ == "Buckets",
              "row_head_width": 0 if head_index is None else int(head_index.shape[1]),
              "layouts": {k: layouts[k] for k in ("nnz", "bytes", "bytes_per_nnz")},
              **products(prob), "methods": {}}
     sp["dtypes"][variant] = entry
     both = entry["layouts"]["bytes"]["both"]
     entry["roofline_step_s"] = both / res["read_bandwidth_bytes_s"]
-    clock.log(f"  {variant} (row head {entry['row_head_width']}): built in "
+    clock.log(f"  {variant} (row head {entry['row_head_width']}, columns in "
+              f"{type(prob.X.by_col).__name__}): built in "
               f"{entry['build_s']:.1f} s; X p {1e3 * entry['mv_s']:.2f} "
               f"ms, Xᵀu {1e3 * entry['rmv_s']:.2f} ms; roofline step "
               f"{1e3 * entry['roofline_step_s']:.2f} ms ({both / 1e9:.2f} GB)")
@@ -401,7 +407,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=None, help="n = d of the sparse set")
     parser.add_argument("--budget", type=float, default=420.0, help="deadline, seconds")
     parser.add_argument("--dtypes", default="float32,float64",
-                        help="variants of the sparse set: dtype[:on|:off] (the row head)")
+                        help="variants of the sparse set: dtype[:off|:head|:on] (chunks only, "
+                        "a row head, a row head and column buckets; default: auto)")
     parser.add_argument("--no-dense", dest="dense_part", action="store_false")
     parser.add_argument("--no-liblinear", action="store_true")
     parser.add_argument("--no-profile", dest="profile", action="store_false")

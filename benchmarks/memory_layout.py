@@ -58,13 +58,21 @@ def peak_rss_gib() -> float:
 
 
 def chunk_stats(ch, nnz: int) -> dict:
+    """Bytes (per leaf), padding and shape of one layout: `Chunks` (width W, chunks, head
+    width) or `nsjax.data.Buckets` (width: its widest block; chunks: its blocks)."""
     leaves = {jax.tree_util.keystr(p).lstrip("."): int(a.nbytes)
               for p, a in jax.tree_util.tree_leaves_with_path(ch)}
-    slots = int(ch.index.size) + (0 if ch.head_index is None else int(ch.head_index.size))
-    return {"bytes": sum(leaves.values()), "leaf_bytes": leaves, "width": int(ch.index.shape[1]),
-            "head_width": 0 if ch.head_index is None else int(ch.head_index.shape[1]),
-            "chunks": int(ch.index.shape[0]), "slots": slots,
-            "index_dtype": str(ch.index.dtype), "padding_pct": 100 * (slots - nnz) / nnz}
+    if isinstance(ch, nsjax.data.Buckets):
+        slots = sum(int(i.size) for i in ch.index)
+        shape = {"width": max(int(i.shape[1]) for i in ch.index), "head_width": 0,
+                 "chunks": len(ch.index), "index_dtype": str(ch.index[0].dtype)}
+    else:
+        slots = int(ch.index.size) + (0 if ch.head_index is None else int(ch.head_index.size))
+        shape = {"width": int(ch.index.shape[1]),
+                 "head_width": 0 if ch.head_index is None else int(ch.head_index.shape[1]),
+                 "chunks": int(ch.index.shape[0]), "index_dtype": str(ch.index.dtype)}
+    return {"bytes": sum(leaves.values()), "leaf_bytes": leaves, **shape, "slots": slots,
+            "padding_pct": 100 * (slots - nnz) / nnz}
 
 
 def measure_size(n: int) -> list[dict]:

@@ -788,8 +788,8 @@ def _max_abs(v):
 def _check_X_values(D: DesignMatrix):
     """X's values as the solvers will use them (cast to the problem's dtype, sparse duplicates
     summed): finite and at most `max_abs_entry`. Skipped for traced data."""
-    values = [D.dense] if not D.is_sparse else [
-        v for v in (D.by_row.value, D.by_row.head_value, D.by_col.value) if v is not None]
+    values = [D.dense] if not D.is_sparse else (D.by_row.value_blocks()
+                                                 + D.by_col.value_blocks())
     if D.shape[0] == 0 or D.shape[1] == 0:
         raise ValueError(f"X is empty (shape {D.shape}); a problem needs n >= 1 and d >= 1.")
     if any(is_traced(v) for v in values):

@@ -196,16 +196,18 @@ def test_design_matrix_products_agree():
     assert D32.mv(jnp.asarray(w, jnp.float32)).dtype == jnp.float32
 
 
-@pytest.fixture(params=[False, True], ids=["chunks", "row_head"])
-def row_head(request, monkeypatch):
-    """Sparse X laid out as on a CPU (chunks only) and as on a GPU (rows with a dense head)."""
+@pytest.fixture(params=[False, True], ids=["chunks", "gpu_layout"])
+def gpu_layout(request, monkeypatch):
+    """Sparse X laid out as on a CPU (chunks only) and as on a GPU (rows with a dense head,
+    columns in `Buckets`)."""
     monkeypatch.setattr(nsjax.data, "ROW_HEAD", request.param)
+    monkeypatch.setattr(nsjax.data, "COL_BUCKETS", request.param)
     return request.param
 
 
 @pytest.mark.parametrize("shape, density", [((40, 7), 0.9), ((300, 50), 0.02), ((5, 400), 0.3),
                                             ((3, 70_000), 1e-3)])
-def test_chunked_sparse_products_match_scipy(shape, density, row_head):
+def test_chunked_sparse_products_match_scipy(shape, density, gpu_layout):
     # Row and column lengths that span several chunk widths, empty rows and columns,
     # duplicate and explicitly zero entries, and (d, K) weights.
     rng = np.random.default_rng(1)
@@ -224,12 +226,13 @@ def test_chunked_sparse_products_match_scipy(shape, density, row_head):
         np.testing.assert_allclose(np.asarray(D.rmv(jnp.asarray(a))), X.T @ a, rtol=1e-12,
                                    atol=1e-14)
     assert (D.to_scipy() != X).nnz == 0
-    assert (D.by_row.head_value is not None) == (row_head and nsjax.data.head_width(
+    assert (D.by_row.head_value is not None) == (gpu_layout and nsjax.data.head_width(
         np.diff(X.indptr)) > 0)
-    assert D.by_col.head_value is None
+    assert isinstance(D.by_col, nsjax.data.Buckets if gpu_layout else nsjax.data.Chunks)
+    col_index = D.by_col.index[0] if gpu_layout else D.by_col.index
     # 16-bit indices only where they fit.
     assert D.by_row.index.dtype == (jnp.uint16 if shape[1] <= 1 << 16 else jnp.int32)
-    assert D.by_col.index.dtype == (jnp.uint16 if shape[0] <= 1 << 16 else jnp.int32)
+    assert col_index.dtype == (jnp.uint16 if shape[0] <= 1 << 16 else jnp.int32)
 
 
 def test_nearby_sparse_matrices_share_one_compiled_solve():
@@ -268,21 +271,27 @@ def test_design_matrix_without_entries():
     assert D.rmv(jnp.ones(3)).shape == (0,)
 
 
-def test_padding_keeps_non_finite_weights_in_their_rows(row_head):
+def test_padding_keeps_non_finite_weights_in_their_rows(gpu_layout):
     # Row 0 uses column 0, rows 1-5 use columns 1-3 only, row 5 only 1-2 (and are padded,
     # in the chunks and in the head): an infinite w[0] must make row 0 infinite and leave
-    # the others finite, as scipy's product does.
+    # the others finite, as scipy's product does. The same for Xᵀa with an infinite a[0]
+    # (the columns' blocks are padded too: column 0 has 1 entry, columns 1-3 have 5-6).
     X = np.zeros((6, 8))
     X[:, 1:4] = 1.0
     X[0, 0] = 1.0
     X[5, 3] = 0.0
     D = nsjax.DesignMatrix.from_any(sp.csr_matrix(X))
-    assert (D.by_row.head_value is not None) == row_head
+    assert (D.by_row.head_value is not None) == gpu_layout
     w = np.ones(8)
     w[0] = np.inf
     expected = sp.csr_matrix(X) @ w
     assert np.isinf(expected[0]) and np.all(np.isfinite(expected[1:]))
     np.testing.assert_array_equal(np.asarray(D.mv(jnp.asarray(w))), expected)
+    a = np.ones(6)
+    a[5] = np.inf  # row 5 holds columns 1 and 2 only
+    expected = sp.csr_matrix(X).T @ a
+    assert np.all(np.isinf(expected[1:3])) and np.all(np.isfinite(expected[[0, 3]]))
+    np.testing.assert_array_equal(np.asarray(D.rmv(jnp.asarray(a))), expected)
 
 
 def test_head_width_is_the_widest_head_within_its_padding_limit():
@@ -306,15 +315,22 @@ def test_head_width_is_the_widest_head_within_its_padding_limit():
     assert head_width(cases[2]) == 0  # power-law lengths: no head
 
 
-def test_row_head_is_used_on_gpus_only_by_default(monkeypatch):
+def test_the_gpu_layout_is_used_on_gpus_only_by_default(monkeypatch):
     X = sp.random(60, 20, density=0.3, random_state=0, format="csr")
-    assert nsjax.data.ROW_HEAD == "auto"
-    assert nsjax.DesignMatrix.from_any(X).by_row.head_value is None  # a CPU here
+    assert nsjax.data.ROW_HEAD == nsjax.data.COL_BUCKETS == "auto"
+    D = nsjax.DesignMatrix.from_any(X)  # a CPU here
+    assert D.by_row.head_value is None and isinstance(D.by_col, nsjax.data.Chunks)
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     D = nsjax.DesignMatrix.from_any(X)
     L = nsjax.data.head_width(np.diff(X.indptr))
-    assert L > 0 and D.by_row.head_value.shape == (60, L) and D.by_col.head_value is None
+    assert L > 0 and D.by_row.head_value.shape == (60, L)
+    # Columns in buckets from BUCKETS_MIN_NNZ entries on (small layouts keep rounded chunks).
+    assert isinstance(D.by_col, nsjax.data.Chunks) and X.nnz < nsjax.data.BUCKETS_MIN_NNZ
+    monkeypatch.setattr(nsjax.data, "BUCKETS_MIN_NNZ", X.nnz)
+    D = nsjax.DesignMatrix.from_any(X)
+    assert isinstance(D.by_col, nsjax.data.Buckets)
     assert D.nnz == X.nnz
+    D.check_layout()
     hand_built = nsjax.DesignMatrix(None, dataclasses.replace(D.by_row, head_value=None),
                                     D.by_col, D.shape)
     with pytest.raises(ValueError, match="head must be None or"):
@@ -323,24 +339,76 @@ def test_row_head_is_used_on_gpus_only_by_default(monkeypatch):
         D.by_row, head_index=D.by_row.head_index + 100), D.by_col, D.shape)
     with pytest.raises(ValueError, match="head_index holds indices outside"):
         bad_index.check_layout()
+    cols = D.by_col
+    for bad, match in [
+        (dataclasses.replace(cols, index=(cols.index[0] + 100,) + cols.index[1:]),
+         "by_col.index holds indices outside"),
+        (dataclasses.replace(cols, order=jnp.zeros_like(cols.order)),
+         "order must place each of the blocks"),
+        (dataclasses.replace(cols, value=cols.value[1:]), "does not fit a 20 x 60 matrix"),
+        (dataclasses.replace(cols, value=(cols.value[0][::-1],) + cols.value[1:]),
+         "hold different matrices")]:
+        with pytest.raises(ValueError, match=match):
+            nsjax.DesignMatrix(None, D.by_row, bad, D.shape).check_layout()
+
+
+def test_buckets_group_rows_by_length():
+    # Row lengths from 0 to 300 (power-law-like, empty rows between): each row in the
+    # block of its ⌊log₂ length⌋, as wide as that group's longest row, rows placed once;
+    # products against scipy's, in float64 and float32.
+    from nsjax.data import Buckets
+
+    rng = np.random.default_rng(3)
+    lengths = np.minimum((rng.pareto(0.9, 200)).astype(int), 300)
+    rows = np.repeat(np.arange(200), lengths)
+    cols = np.concatenate([rng.choice(400, k, replace=False) for k in lengths])
+    M = sp.csr_matrix((rng.normal(size=rows.size), (rows, cols)), shape=(200, 400))
+    B = Buckets.from_csr(M, np.float64)
+    groups = np.unique(np.floor(np.log2(lengths[lengths > 0])).astype(int))
+    assert len(B.index) == groups.size > 3
+    order = np.asarray(B.order)
+    start = 0
+    for g, idx in zip(groups, B.index, strict=True):
+        members = np.flatnonzero((lengths > 0) & (np.floor(np.log2(np.maximum(lengths, 1)))
+                                                  == g))
+        assert idx.shape == (members.size, lengths[members].max())
+        np.testing.assert_array_equal(order[members], start + np.arange(members.size))
+        start += members.size
+    assert np.all(order[lengths == 0] == start)
+    assert (B.to_csr(400) != M).nnz == 0
+    v, V = rng.normal(size=400), rng.normal(size=(400, 2))
+    np.testing.assert_allclose(np.asarray(B.mv(jnp.asarray(v))), M @ v, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(B.mv(jnp.asarray(V))), M @ V, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(B.sq_mv(jnp.asarray(v))), M.multiply(M) @ v,
+                               rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(B.row_sq_norms()),
+                               np.asarray(M.multiply(M).sum(1)).ravel(), rtol=1e-12)
+    assert int(B.count_nonzero()) == M.nnz
+    B32 = Buckets.from_csr(M, np.float32)
+    out = B32.mv(jnp.asarray(v, jnp.float32))
+    assert out.dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(out), M @ v, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("case", ["hinge-float32", "l1_logistic-float64"])
-def test_a_row_head_gives_the_same_solutions(monkeypatch, case):
-    # The GPU's row layout, run on the CPU: the default solvers of a sparse hinge problem in
-    # float32 (the GPU's dtype; the Hybrid: subLBFGS, then BMRM) and of an L1 logistic one
-    # in float64 (OBA, which also uses (X∘X)ᵀa) reach the solution of the chunks-only
-    # layout: the sums are the same up to their order (1e-10 in float64, 1e-4 in float32).
+def test_the_gpu_layout_gives_the_same_solutions(monkeypatch, case):
+    # The GPU's layout (rows with a head, columns in buckets), run on the CPU: the default
+    # solvers of a sparse hinge problem in float32 (the GPU's dtype; the Hybrid: subLBFGS,
+    # then BMRM) and of an L1 logistic one in float64 (OBA, which also uses (X∘X)ᵀa) reach
+    # the solution of the chunks-only layout: the sums are the same up to their order
+    # (1e-10 in float64, 1e-4 in float32).
     X, y = nsjax.datasets.synthetic_sparse(400, 60, 0.1, seed=4)
     loss, reg, dtype, tol, rtol = {
         "hinge-float32": (nsjax.losses.Hinge(), L2(1e-3), np.float32, 1e-5, 1e-4),
         "l1_logistic-float64": (nsjax.losses.Logistic(), nsjax.regularizers.L1(1e-2),
                                 np.float64, 1e-9, 1e-10)}[case]
     sols = []
-    for head in (False, True):
-        monkeypatch.setattr(nsjax.data, "ROW_HEAD", head)
+    for gpu in (False, True):
+        monkeypatch.setattr(nsjax.data, "ROW_HEAD", gpu)
+        monkeypatch.setattr(nsjax.data, "COL_BUCKETS", gpu)
         prob = nsjax.Problem(loss, reg, X, y, dtype=dtype)
-        assert (prob.X.by_row.head_value is not None) == head
+        assert (prob.X.by_row.head_value is not None) == gpu
+        assert isinstance(prob.X.by_col, nsjax.data.Buckets) == gpu
         sols.append(nsjax.solve(prob, tol=tol))
     a, b = sols
     assert a.result == b.result == nsjax.RESULTS.successful, (a.result, b.result)

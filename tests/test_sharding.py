@@ -95,13 +95,15 @@ def test_shard_refuses_what_it_cannot_split():
         blocked.split_rows(5)
 
 
-@pytest.mark.parametrize("row_head", [False, True], ids=["chunks", "row_head"])
+@pytest.mark.parametrize("gpu_layout", [False, True], ids=["chunks", "gpu_layout"])
 def test_sparse_rows_cut_into_blocks_give_the_same_products_and_solution(monkeypatch,
-                                                                        row_head):
+                                                                        gpu_layout):
     # The layout of a sharded sparse X (one block of rows per device), here on one device:
     # empty rows and columns, rows of every length, (n, K) scores; as on a CPU and as on a
-    # GPU (rows with a dense head of one width for all blocks).
-    monkeypatch.setattr(nsjax.data, "ROW_HEAD", row_head)
+    # GPU (rows with a dense head of one width for all blocks; the unsplit X's columns in
+    # `Buckets`, the blocks' in chunks of one width).
+    monkeypatch.setattr(nsjax.data, "ROW_HEAD", gpu_layout)
+    monkeypatch.setattr(nsjax.data, "COL_BUCKETS", gpu_layout)
     rng = np.random.default_rng(3)
     X = sp.random(120, 40, density=0.08, random_state=3, format="lil")
     X[5] = 0
@@ -110,10 +112,12 @@ def test_sparse_rows_cut_into_blocks_give_the_same_products_and_solution(monkeyp
     X = sp.csr_matrix(X)
     y = np.where(rng.normal(size=120) > 0, 1, -1)
     prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.01), X, y)
+    assert isinstance(prob.X.by_col, nsjax.data.Buckets) == gpu_layout
     for blocks in (2, 3, 8):
         D = prob.X.split_rows(blocks)
         assert D.blocks == blocks and D.by_row.index.shape[0] == blocks
-        assert (D.by_row.head_value is not None) == row_head
+        assert (D.by_row.head_value is not None) == gpu_layout
+        assert isinstance(D.by_col, nsjax.data.Chunks)
         assert abs(D.to_scipy() - X).max() == 0
         w, a, A = rng.normal(size=40), rng.normal(size=120), rng.normal(size=(120, 3))
         np.testing.assert_allclose(np.asarray(D.mv(jnp.asarray(w))), X @ w, rtol=1e-12,
@@ -126,8 +130,8 @@ def test_sparse_rows_cut_into_blocks_give_the_same_products_and_solution(monkeyp
                                    X.multiply(X).T @ a, rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(np.asarray(D.row_sq_norms()),
                                    np.asarray(X.multiply(X).sum(1)).ravel(), rtol=1e-12)
-    if row_head:  # the solve only uses the products above (with a head, test_problem.py
-        return    # solves unblocked: test_a_row_head_gives_the_same_solutions)
+    if gpu_layout:  # the solve only uses the products above (test_problem.py solves the
+        return      # unblocked GPU layout: test_the_gpu_layout_gives_the_same_solutions)
     one = nsjax.solve(prob, nsjax.solvers.BMRM(), tol=1e-10)
     parts = (prob.loss, prob.reg, prob.X.split_rows(4), prob.y)
     cut = nsjax.Problem.tree_unflatten(prob.tree_flatten()[1], parts)
