@@ -128,6 +128,25 @@ def test_auto_bracket_and_bad_name():
         exact_line_search(jnp.asarray(b), jnp.asarray(a), -1.0, 0.5, "heap")
 
 
+@pytest.mark.parametrize("n, r, dtype, gpu_sorts", [
+    (2**20, 2, np.float32, False), (2**20 - 8, 2, np.float32, True),
+    (2**20, 2, np.float64, True), (2**21, 2, np.float64, False), (2**16, 26, np.float32, True)])
+def test_auto_bracket_on_gpus_bisects_only_many_two_line_examples(n, r, dtype, gpu_sorts):
+    # "auto" as lowered for a GPU (no GPU needed to lower) and for the CPU: on CPUs always
+    # the bisection, on GPUs a sort unless there are BISECT_FROM (float64: twice as many)
+    # examples of two lines each (the crossover measured by benchmarks/bracket.py).
+    from nsjax.solvers.line_search import BISECT_FROM, auto_bracket
+
+    assert BISECT_FROM == 2**20
+    assert auto_bracket((n, r), dtype) == ("sort" if gpu_sorts else "bisect")
+    lines, scalar = jax.ShapeDtypeStruct((n, r), dtype), jax.ShapeDtypeStruct((), dtype)
+    search = jax.jit(lambda b, a, c, h: exact_line_search(b, a, c, h).eta)
+    traced = search.trace(lines, lines, scalar, scalar)
+    for platform, sorts in (("cuda", gpu_sorts), ("cpu", False)):
+        program = traced.lower(lowering_platforms=(platform,)).as_text()
+        assert ("stablehlo.sort" in program) == sorts, platform
+
+
 @pytest.mark.parametrize("bracket", BRACKETS)
 def test_no_breakpoint_ahead_gives_quadratic_root(bracket):
     # Every kink is behind (η < 0): Φ is one quadratic piece on η ≥ 0.

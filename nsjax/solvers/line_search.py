@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from nsjax.solvers.envelope import envelope_kinks
 
@@ -134,8 +135,10 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
         c_reg, h: the regularizer's slope and curvature along the line (λwᵀp, λ‖p‖²).
         bracket: how the kink before η* is found: "sort" (Alg. 3's way: sort all kinks,
             cumsum the slope jumps), "bisect" (`_bracket_by_bisection`, no sort), or
-            "auto": bisect on CPUs, sort elsewhere. Both give the same η*, unless the
-            sum and the cumsum of the slope jumps round to opposite signs of F at a kink.
+            "auto": bisect on CPUs; elsewhere bisect for two lines per example from
+            `BISECT_FROM` examples on, sort otherwise (`auto_bracket`). Both give the
+            same η*, unless the sum and the cumsum of the slope jumps round to opposite
+            signs of F at a kink.
 
     Returns:
         η* with 0 ∈ ∂Φ(η*) (eq. 29): 0 if p is not a descent direction, inf if Φ decreases
@@ -152,8 +155,10 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
     c = c_reg + sup_slope_at_zero(b, a)
     eta, jump, rows = kinks(b, a)
     if bracket == "auto":
-        lo = jax.lax.platform_dependent(eta, jump, rows, c, h, cpu=_bracket_by_bisection,
-                                        default=_bracket_by_sort)
+        lo = jax.lax.platform_dependent(
+            eta, jump, rows, c, h, cpu=_bracket_by_bisection,
+            default={"sort": _bracket_by_sort, "bisect": _bracket_by_bisection}[
+                auto_bracket(b.shape, b.dtype)])
     else:
         lo = {"sort": _bracket_by_sort, "bisect": _bracket_by_bisection}[bracket](
             eta, jump, rows, c, h)
@@ -175,6 +180,21 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
     theta = jnp.clip(theta, 0.0, 1.0)
     passed = jnp.sum(before).astype(jnp.int32)
     return LineSearchResult(eta_star, passed, c < 0, theta)
+
+
+#: On GPUs (and other non-CPU devices) "auto" bisects from this many examples with two lines
+#: each in float32 (twice as many in float64, whose bisection takes twice the passes): on an
+#: H100 one search took 0.99 ms sorting and 0.71 ms bisecting at n = 2²⁰ in float32, 1.23
+#: and 1.41 ms in float64, and sorting was faster below; with more lines per example sorting
+#: was 7-25x faster at every n measured (`benchmarks/bracket.py`).
+BISECT_FROM = 2**20
+
+
+def auto_bracket(shape, dtype) -> str:
+    """The bracket "auto" uses off CPUs for lines of this (n, r) shape and dtype."""
+    n, r = shape[-2:]
+    wide = np.dtype(dtype).itemsize // 4  # 1 for float32, 2 for float64
+    return "bisect" if r == 2 and n >= BISECT_FROM * wide else "sort"
 
 
 def _check_bracket(bracket):
