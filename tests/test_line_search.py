@@ -129,15 +129,15 @@ def test_auto_bracket_and_bad_name():
 
 
 @pytest.mark.parametrize("n, r, dtype, gpu_sorts", [
-    (2**20, 2, np.float32, False), (2**20 - 8, 2, np.float32, True),
+    (2**19, 2, np.float32, False), (2**19 - 8, 2, np.float32, True),
     (2**20, 2, np.float64, True), (2**21, 2, np.float64, False), (2**16, 26, np.float32, True)])
 def test_auto_bracket_on_gpus_bisects_only_many_two_line_examples(n, r, dtype, gpu_sorts):
     # "auto" as lowered for a GPU (no GPU needed to lower) and for the CPU: on CPUs always
-    # the bisection, on GPUs a sort unless there are BISECT_FROM (float64: twice as many)
-    # examples of two lines each (the crossover measured by benchmarks/bracket.py).
+    # the bisection, on GPUs a sort unless there are BISECT_FROM (2^19 in float32, 2^21 in
+    # float64) examples of two lines each (the crossover measured by benchmarks/bracket.py).
     from nsjax.solvers.line_search import BISECT_FROM, auto_bracket
 
-    assert BISECT_FROM == 2**20
+    assert BISECT_FROM == {4: 2**19, 8: 2**21}
     assert auto_bracket((n, r), dtype) == ("sort" if gpu_sorts else "bisect")
     lines, scalar = jax.ShapeDtypeStruct((n, r), dtype), jax.ShapeDtypeStruct((), dtype)
     search = jax.jit(lambda b, a, c, h: exact_line_search(b, a, c, h).eta)

@@ -136,7 +136,8 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
         bracket: how the kink before η* is found: "sort" (Alg. 3's way: sort all kinks,
             cumsum the slope jumps), "bisect" (`_bracket_by_bisection`, no sort), or
             "auto": bisect on CPUs; elsewhere bisect for two lines per example from
-            `BISECT_FROM` examples on, sort otherwise (`auto_bracket`). Both give the
+            `BISECT_FROM` examples on (2¹⁹ in float32, 2²¹ in float64), sort otherwise
+            (`auto_bracket`). Both give the
             same η*, unless the sum and the cumsum of the slope jumps round to opposite
             signs of F at a kink.
 
@@ -183,18 +184,17 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
 
 
 #: On GPUs (and other non-CPU devices) "auto" bisects from this many examples with two lines
-#: each in float32 (twice as many in float64, whose bisection takes twice the passes): on an
-#: H100 one search took 0.99 ms sorting and 0.71 ms bisecting at n = 2²⁰ in float32, 1.23
-#: and 1.41 ms in float64, and sorting was faster below; with more lines per example sorting
-#: was 7-25x faster at every n measured (`benchmarks/bracket.py`).
-BISECT_FROM = 2**20
+#: each, by bytes per float; the sort below. On an H100 one search took (sort / bisect):
+#: float32 0.56 / 0.70 ms at n = 2¹⁸ and 0.99 / 0.71 at 2²⁰; float64 1.23 / 1.41 at 2²⁰ and
+#: 5.5 / 3.1 at 2²² (the bisection makes 32 passes in float32, 64 in float64). With more lines
+#: per example sorting was 7-25x faster at every n measured (`benchmarks/bracket.py`).
+BISECT_FROM = {4: 2**19, 8: 2**21}
 
 
 def auto_bracket(shape, dtype) -> str:
     """The bracket "auto" uses off CPUs for lines of this (n, r) shape and dtype."""
     n, r = shape[-2:]
-    wide = np.dtype(dtype).itemsize // 4  # 1 for float32, 2 for float64
-    return "bisect" if r == 2 and n >= BISECT_FROM * wide else "sort"
+    return "bisect" if r == 2 and n >= BISECT_FROM[np.dtype(dtype).itemsize] else "sort"
 
 
 def _check_bracket(bracket):
