@@ -217,14 +217,14 @@ def test_chunked_sparse_products_match_scipy(shape, density, gpu_layout):
     X = dup.tocsr()  # sums the duplicate, keeps the explicit zero until from_any drops it
     D = nsjax.DesignMatrix.from_any(dup)
     assert D.nnz == X.count_nonzero()
+    products = jax.jit(lambda D, w, a: (D.mv(w), D.rmv(a)))
     for K in (None, 3):
         wshape = (shape[1],) if K is None else (shape[1], K)
         ashape = (shape[0],) if K is None else (shape[0], K)
         w, a = rng.normal(size=wshape), rng.normal(size=ashape)
-        np.testing.assert_allclose(np.asarray(D.mv(jnp.asarray(w))), X @ w, rtol=1e-12,
-                                   atol=1e-14)
-        np.testing.assert_allclose(np.asarray(D.rmv(jnp.asarray(a))), X.T @ a, rtol=1e-12,
-                                   atol=1e-14)
+        Xw, Xta = products(D, jnp.asarray(w), jnp.asarray(a))
+        np.testing.assert_allclose(np.asarray(Xw), X @ w, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(np.asarray(Xta), X.T @ a, rtol=1e-12, atol=1e-14)
     assert (D.to_scipy() != X).nnz == 0
     assert (D.by_row.head_value is not None) == (gpu_layout and nsjax.data.head_width(
         np.diff(X.indptr)) > 0)
@@ -364,6 +364,8 @@ def test_buckets_group_rows_by_length():
     cols = np.concatenate([rng.choice(400, k, replace=False) for k in lengths])
     M = sp.csr_matrix((rng.normal(size=rows.size), (rows, cols)), shape=(200, 400))
     B = Buckets.from_csr(M, np.float64)
+    products = jax.jit(lambda B, v, V: (B.mv(v), B.mv(V), B.sq_mv(v), B.row_sq_norms(),
+                                        B.count_nonzero()))
     groups = np.unique(np.floor(np.log2(lengths[lengths > 0])).astype(int))
     assert len(B.index) == groups.size > 3
     order = np.asarray(B.order)
@@ -377,15 +379,15 @@ def test_buckets_group_rows_by_length():
     assert np.all(order[lengths == 0] == start)
     assert (B.to_csr(400) != M).nnz == 0
     v, V = rng.normal(size=400), rng.normal(size=(400, 2))
-    np.testing.assert_allclose(np.asarray(B.mv(jnp.asarray(v))), M @ v, rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(np.asarray(B.mv(jnp.asarray(V))), M @ V, rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(np.asarray(B.sq_mv(jnp.asarray(v))), M.multiply(M) @ v,
-                               rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(np.asarray(B.row_sq_norms()),
-                               np.asarray(M.multiply(M).sum(1)).ravel(), rtol=1e-12)
-    assert int(B.count_nonzero()) == M.nnz
+    Mv, MV, sq, norms, nnz = products(B, jnp.asarray(v), jnp.asarray(V))
+    np.testing.assert_allclose(np.asarray(Mv), M @ v, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(MV), M @ V, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(sq), M.multiply(M) @ v, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(norms), np.asarray(M.multiply(M).sum(1)).ravel(),
+                               rtol=1e-12)
+    assert int(nnz) == M.nnz
     B32 = Buckets.from_csr(M, np.float32)
-    out = B32.mv(jnp.asarray(v, jnp.float32))
+    out = jax.jit(Buckets.mv)(B32, jnp.asarray(v, jnp.float32))
     assert out.dtype == jnp.float32
     np.testing.assert_allclose(np.asarray(out), M @ v, rtol=1e-4, atol=1e-4)
 

@@ -95,6 +95,11 @@ def test_shard_refuses_what_it_cannot_split():
         blocked.split_rows(5)
 
 
+@jax.jit
+def _products(D, w, a, A):
+    return D.mv(w), D.rmv(a), D.rmv(A), D.sq_rmv(a), D.row_sq_norms()
+
+
 @pytest.mark.parametrize("gpu_layout", [False, True], ids=["chunks", "gpu_layout"])
 def test_sparse_rows_cut_into_blocks_give_the_same_products_and_solution(monkeypatch,
                                                                         gpu_layout):
@@ -120,16 +125,11 @@ def test_sparse_rows_cut_into_blocks_give_the_same_products_and_solution(monkeyp
         assert isinstance(D.by_col, nsjax.data.Chunks)
         assert abs(D.to_scipy() - X).max() == 0
         w, a, A = rng.normal(size=40), rng.normal(size=120), rng.normal(size=(120, 3))
-        np.testing.assert_allclose(np.asarray(D.mv(jnp.asarray(w))), X @ w, rtol=1e-12,
-                                   atol=1e-14)
-        np.testing.assert_allclose(np.asarray(D.rmv(jnp.asarray(a))), X.T @ a, rtol=1e-12,
-                                   atol=1e-14)
-        np.testing.assert_allclose(np.asarray(D.rmv(jnp.asarray(A))), X.T @ A, rtol=1e-12,
-                                   atol=1e-14)
-        np.testing.assert_allclose(np.asarray(D.sq_rmv(jnp.asarray(a))),
-                                   X.multiply(X).T @ a, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(np.asarray(D.row_sq_norms()),
-                                   np.asarray(X.multiply(X).sum(1)).ravel(), rtol=1e-12)
+        got = _products(D, jnp.asarray(w), jnp.asarray(a), jnp.asarray(A))
+        expected = (X @ w, X.T @ a, X.T @ A, X.multiply(X).T @ a,
+                    np.asarray(X.multiply(X).sum(1)).ravel())
+        for g, e in zip(got, expected, strict=True):
+            np.testing.assert_allclose(np.asarray(g), e, rtol=1e-12, atol=1e-14)
     if gpu_layout:  # the solve only uses the products above (test_problem.py solves the
         return      # unblocked GPU layout: test_the_gpu_layout_gives_the_same_solutions)
     one = nsjax.solve(prob, nsjax.solvers.BMRM(), tol=1e-10)
