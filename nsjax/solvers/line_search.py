@@ -137,9 +137,8 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
             cumsum the slope jumps), "bisect" (`_bracket_by_bisection`, no sort), or
             "auto": bisect on CPUs; elsewhere bisect for two lines per example from
             `BISECT_FROM` examples on (2¹⁹ in float32, 2²¹ in float64), sort otherwise
-            (`auto_bracket`). Both give the
-            same η*, unless the sum and the cumsum of the slope jumps round to opposite
-            signs of F at a kink.
+            (`auto_bracket`). Both give the same η*, unless the sum and the cumsum of
+            the slope jumps round to opposite signs of F at a kink.
 
     Returns:
         η* with 0 ∈ ∂Φ(η*) (eq. 29): 0 if p is not a descent direction, inf if Φ decreases
@@ -156,13 +155,10 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
     c = c_reg + sup_slope_at_zero(b, a)
     eta, jump, rows = kinks(b, a)
     if bracket == "auto":
-        lo = jax.lax.platform_dependent(
-            eta, jump, rows, c, h, cpu=_bracket_by_bisection,
-            default={"sort": _bracket_by_sort, "bisect": _bracket_by_bisection}[
-                auto_bracket(b.shape, b.dtype)])
+        lo = jax.lax.platform_dependent(eta, jump, rows, c, h, cpu=_bracket_by_bisection,
+                                        default=_BRACKETS[auto_bracket(b.shape, b.dtype)])
     else:
-        lo = {"sort": _bracket_by_sort, "bisect": _bracket_by_bisection}[bracket](
-            eta, jump, rows, c, h)
+        lo = _BRACKETS[bracket](eta, jump, rows, c, h)
     eta, jump = eta.ravel(), jump.ravel()
     finite = jnp.isfinite(eta)
     after_lo = finite & (eta > lo)
@@ -256,6 +252,9 @@ def _bracket_by_bisection(eta, jump, rows, c, h):
     bits = jax.lax.bitcast_convert_type(jnp.stack([start, last]), itype)
     lo_bits, _ = jax.lax.while_loop(cond, body, (bits[0], bits[1]))
     return to_float(lo_bits)
+
+
+_BRACKETS = {"sort": _bracket_by_sort, "bisect": _bracket_by_bisection}
 
 
 def wolfe_line_search(phi, c1=1e-4, c2=0.9, eta0=1.0, max_evals=50) -> LineSearchResult:
