@@ -13,9 +13,10 @@ best of ``REPEATS`` after a compiling call:
   entries in an (n, L) block (a plain sum, no scatter), the rest in chunks; L from
   `nsjax.data.head_width` (what nsjax does on GPUs, for X p), or the q-quantile of the
   lengths.
-* ``length buckets``: rows grouped by length (1 or 2 classes per doubling), each group a
+* ``length buckets``: `nsjax.data.Buckets`, rows grouped by ⌊log₂ length⌋, each group a
   dense block of its longest row's width; no scatter at all, one gather to put the sums in
-  order (for power-law lengths, where a head holds little).
+  order (for power-law lengths, where a head holds little; nsjax's column layout on GPUs).
+  Two groups per doubling were timed once and were slower (RESULTS.md).
 * ``cusparse``: ``jax.experimental.sparse.BCSR`` of X (and of Xᵀ for Xᵀu) with JAX's
   cuSPARSE lowering switched on (``jax_bcoo_cusparse_lowering``; GPU only).
 
@@ -40,7 +41,7 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 from jax.experimental import sparse as jsparse  # noqa: E402
 
-from nsjax.data import Chunks, _chunk_width, head_width  # noqa: E402
+from nsjax.data import Buckets, Chunks, _chunk_width, head_width  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import HERE, machine, save_json  # noqa: E402
@@ -50,7 +51,6 @@ from large_scale import generate, read_bandwidth  # noqa: E402
 REPEATS = 20
 WIDTHS = (4, 8, 16, 32, 64)
 QUANTILES = (0.5, 0.9)
-PER_OCTAVE = (1, 2)
 
 
 def nbytes(tree) -> int:
@@ -70,39 +70,9 @@ def coo_mv(t, v):
                                indices_are_sorted=True)
 
 
-def buckets(M: sp.csr_matrix, per_octave: int):
-    """M's rows grouped by length (``per_octave`` classes per doubling), each group a dense
-    (rows, its longest row) block: every sum in place, no scatter; the group sums are put
-    back in row order by one gather (empty rows read a trailing 0)."""
-    counts = np.diff(M.indptr)
-    cls = np.where(counts > 0, np.floor(per_octave * np.log2(np.maximum(counts, 1))), -1)
-    blocks, where = [], np.full(M.shape[0], -1)
-    start = 0
-    for c in np.unique(cls[cls >= 0]):
-        rows = np.flatnonzero(cls == c)
-        sub = M[rows]
-        L = int(np.diff(sub.indptr).max())
-        rank = np.arange(sub.nnz) - np.repeat(sub.indptr[:-1], np.diff(sub.indptr))
-        r = np.repeat(np.arange(rows.size), np.diff(sub.indptr))
-        index = np.zeros((rows.size, L), np.int32)
-        value = np.zeros((rows.size, L), np.float32)
-        index[r, rank], value[r, rank] = sub.indices, sub.data
-        blocks.append((jnp.asarray(index), jnp.asarray(value)))
-        where[rows] = start + np.arange(rows.size)
-        start += rows.size
-    where[where < 0] = start
-    return (tuple(blocks), jnp.asarray(where, jnp.int32)), len(blocks)
-
-
 @jax.jit
-def buckets_mv(b, v):
-    blocks, where = b
-    sums = [jnp.sum(value * v[index], axis=1) for index, value in blocks]
-    return jnp.concatenate([*sums, jnp.zeros(1, v.dtype)])[where]
-
-
-@jax.jit
-def chunks_mv(c, v):
+def layout_mv(c, v):
+    """M v in one of nsjax's layouts (`Chunks`, `Buckets`)."""
     return c.mv(v)
 
 
@@ -116,18 +86,17 @@ def candidates(M: sp.csr_matrix, gpu: bool):
     chosen = _chunk_width(np.diff(M.indptr))
     for w in WIDTHS:
         mark = " (nsjax's)" if w == chosen else ""
-        yield f"chunks W={w}{mark}", Chunks.from_csr(M, np.float32, w), chunks_mv
+        yield f"chunks W={w}{mark}", Chunks.from_csr(M, np.float32, w), layout_mv
     yield "coo", coo(M), coo_mv
     L = head_width(np.diff(M.indptr))
     if L:
         yield f"nsjax's row head (L={L}) + chunks", Chunks.from_csr(M, np.float32, head=L), \
-            chunks_mv
+            layout_mv
     for q in QUANTILES:
         L = max(int(np.quantile(np.diff(M.indptr), q)), 1)
-        yield f"head q={q} (L={L}) + chunks", Chunks.from_csr(M, np.float32, head=L), chunks_mv
-    for per_octave in PER_OCTAVE:
-        b, k = buckets(M, per_octave)
-        yield f"length buckets, {per_octave}/octave ({k})", b, buckets_mv
+        yield f"head q={q} (L={L}) + chunks", Chunks.from_csr(M, np.float32, head=L), layout_mv
+    b = Buckets.from_csr(M, np.float32)
+    yield f"nsjax's length buckets ({len(b.index)})", b, layout_mv
     if gpu:
         M32 = M.astype(np.float32)
         yield "cusparse (BCSR)", jsparse.BCSR((jnp.asarray(M32.data),

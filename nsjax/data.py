@@ -263,7 +263,8 @@ class Buckets(_RowSums):
 
     Attributes:
         index: one (r_k, L_k) block of column indices per group, shortest rows first
-            (padding repeats the row's last index); uint16 where M has ≤ 65,536 columns.
+            (padding repeats the row's first index, as a head's does); uint16 where M has
+            ≤ 65,536 columns.
         value: the matching (r_k, L_k) blocks of values (0 in the padding).
         order: (num_rows,) each row's position among the blocks' rows taken in turn; rows
             without entries point one past the last (a trailing 0).
@@ -284,17 +285,10 @@ class Buckets(_RowSums):
         index, value, order, start = [], [], np.empty(M.shape[0], np.int64), 0
         for g in np.unique(group[group >= 0]):
             rows = np.flatnonzero(group == g)
-            sub = M[rows]
-            lengths = np.diff(sub.indptr)
-            r = np.repeat(np.arange(rows.size), lengths)
-            rank = np.arange(sub.nnz) - sub.indptr[r]
-            # Padding points at a column the row uses (its last), as in `Chunks`.
-            idx = np.repeat(sub.indices[sub.indptr[1:] - 1].astype(itype)[:, None],
-                            lengths.max(), axis=1)
-            val = np.zeros(idx.shape, dtype)
-            idx[r, rank], val[r, rank] = sub.indices, sub.data
-            index.append(jnp.asarray(idx))
-            value.append(jnp.asarray(val, dtype))
+            # A head as wide as the group's longest row holds the whole rows.
+            idx, val, _ = _cut_head(M[rows], int(counts[rows].max()), itype, dtype)
+            index.append(idx)
+            value.append(val)
             order[rows] = start + np.arange(rows.size)
             start += rows.size
         order[group < 0] = start
