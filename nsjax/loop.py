@@ -83,7 +83,15 @@ def _cut(sol, max_steps):
     batch's history is stacked along a leading one)."""
     if sol.history.value.shape[-1] == max_steps:
         return sol
-    return sol._replace(history=History(*(h[..., :max_steps] for h in sol.history)))
+
+    def cut(h):
+        if is_traced(h):
+            return h[..., :max_steps]
+        # Cut on the host and put back where it was: an eager slice would compile a
+        # program for each new max_steps (~50 ms each, three per solve).
+        return jax.device_put(np.asarray(h)[..., :max_steps], h.sharding)
+
+    return sol._replace(history=History(*(cut(h) for h in sol.history)))
 
 
 def _run(problem, w0, tol, max_steps, solver, length, progress=0):

@@ -93,6 +93,10 @@ def solver_from_name(solver):
 #: Dense X with fewer entries than this is padded to a shape from a small set (`round_up`);
 #: larger X is used as given (a copy that size costs more than the compile it saves).
 PAD_LIMIT = 2**24
+#: The fewest rows and columns a padded X has: all smaller data share the program of this
+#: shape. Raise them where many small fits of different shapes run (a test suite, a grid
+#: over small subsets), e.g. ``nsjax.sklearn.PAD_LEAST = (512, 32)``.
+PAD_LEAST = (64, 16)
 
 
 def _positive(value, name, example):
@@ -165,8 +169,8 @@ class _LinearModel(BaseEstimator):
 
     def _pad(self, X, solver, weights):
         """(X, weights, rows added): X padded with zero rows and columns to a shape from a
-        small set (`round_up`: at least 64 rows and 16 columns, at most 1/8 more of
-        each), and weights that leave the problem as it was.
+        small set (`round_up`: at least `PAD_LEAST` rows and columns, at most 1/8 more
+        of each), and weights that leave the problem as it was.
 
         nsjax compiles one solve per shape, seconds each, so the folds of a cross-validation,
         the fits of a grid search and the refit on all rows would each compile their own;
@@ -179,7 +183,7 @@ class _LinearModel(BaseEstimator):
         if ((solver is not None and not solver.supports_sample_weight)
                 or (not sp.issparse(X) and X.size >= PAD_LIMIT)):
             return X, weights, 0
-        rows, cols = round_up(n, 64), round_up(d, 16)
+        rows, cols = round_up(n, PAD_LEAST[0]), round_up(d, PAD_LEAST[1])
         if sp.issparse(X):  # empty rows and columns: the same entries, a longer indptr
             indptr = np.concatenate([X.indptr, np.full(rows - n, X.indptr[-1])])
             X = sp.csr_matrix((X.data, X.indices, indptr), shape=(rows, cols))

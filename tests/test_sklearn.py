@@ -17,9 +17,9 @@ import nsjax
 from nsjax.sklearn import ElasticNet, Lasso, LinearSVC, LogisticRegression
 
 # The checks test the estimators' API, which the solver does not change; they fit ~50
-# shapes (~14 programs once padded, see the last test), and BMRM compiles in half the
-# default Hybrid's time. All of an estimator's checks run in one test (one worker), so that
-# the checks sharing a padded shape share its program; a failure names its check.
+# shapes, and BMRM compiles in half the default Hybrid's time. All of an estimator's checks
+# run in one test (one worker), so that the checks sharing a padded shape share its
+# program; a failure names its check.
 #
 # Checks that cannot apply, and why (each is still run: an expected failure that passes is
 # reported by scikit-learn):
@@ -41,7 +41,11 @@ EXPECTED_FAILURES = {
 @pytest.mark.parametrize("estimator", [LinearSVC(solver="bmrm"), LogisticRegression(),
                                        ElasticNet()],
                          ids=["LinearSVC", "LogisticRegression", "ElasticNet"])
-def test_scikit_learn_estimator_checks(estimator):
+def test_scikit_learn_estimator_checks(estimator, monkeypatch):
+    # Every check's data (at most 300 rows, 30 columns) padded to one shape: the checks
+    # share a few programs (one per loss, class count and dense or sparse X) instead of
+    # ~14 (the padding itself, and that it changes nothing, is tested below).
+    monkeypatch.setattr(nsjax.sklearn, "PAD_LEAST", (320, 32))
     check_estimator(estimator,
                     expected_failed_checks=EXPECTED_FAILURES[type(estimator).__name__])
 
@@ -327,10 +331,19 @@ def test_nearby_shapes_share_one_compiled_solve_and_padding_changes_nothing(monk
         warnings.simplefilter("ignore", ConvergenceWarning)
         nesterov = LinearSVC(solver="agm-ef", max_iter=3).fit(X[:97, :5], y[:97])
     assert nesterov.coef_.shape == (1, 5)
+    # A raised floor (as the estimator checks above use): 97 x 5 padded to 320 x 32.
+    monkeypatch.setattr(nsjax.sklearn, "PAD_LEAST", (320, 32))
+    shapes, solve = [], nsjax.solve
+    monkeypatch.setattr(nsjax, "solve", lambda p, *a, **k: shapes.append(p.X.shape)
+                        or solve(p, *a, **k))
+    floor = fit(X[:97, :5], y[:97])
+    assert shapes == [(320, 32)]
+    monkeypatch.setattr(nsjax, "solve", solve)
     monkeypatch.setattr(nsjax.sklearn, "PAD_LIMIT", 0)  # dense X as given
     plain = fit(X[:97, :5], y[:97])
-    assert plain.coef_.shape == padded.coef_.shape == (1, 5)
-    # The same problem: the same optimum (both certified to 1e-10).
-    assert abs(padded.objective_ - plain.objective_) <= 1e-9 * plain.objective_
-    np.testing.assert_allclose(padded.coef_, plain.coef_, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(padded.intercept_, plain.intercept_, rtol=1e-4, atol=1e-6)
+    # The same problem: the same optimum (all certified to 1e-10).
+    for fitted in (padded, floor):
+        assert plain.coef_.shape == fitted.coef_.shape == (1, 5)
+        assert abs(fitted.objective_ - plain.objective_) <= 1e-9 * plain.objective_
+        np.testing.assert_allclose(fitted.coef_, plain.coef_, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(fitted.intercept_, plain.intercept_, rtol=1e-4, atol=1e-6)
