@@ -85,7 +85,7 @@ def _cut(sol, max_steps):
         return sol
 
     def cut(h):
-        if is_traced(h):
+        if is_traced(h) or not h.is_fully_addressable:  # (other hosts hold parts of it)
             return h[..., :max_steps]
         # Cut on the host and put back where it was: an eager slice would compile a
         # program for each new max_steps (~50 ms each, three per solve).

@@ -786,7 +786,7 @@ def _max_abs_jit(v):
 def _max_abs(v) -> float:
     """max |v|, NaN if any entry is NaN. On CPUs read in place (numpy, no temporary): the
     compiled reduction costs a compile (~50 ms) for each new shape."""
-    if all(device.platform == "cpu" for device in v.devices()):
+    if v.is_fully_addressable and all(device.platform == "cpu" for device in v.devices()):
         v = np.asarray(v)
         return float(max(v.max(), -v.min()))
     return float(_max_abs_jit(v))
