@@ -56,10 +56,8 @@ PADDED = 40
 
 
 @jax.jit
-def _padded_search(b, a, c_reg, h):
-    """Both brackets on lines padded with flat zero lines to PADDED examples (a flat line
-    pair adds neither a kink nor a slope: the same Φ), so that every size is one compiled
-    program per bracket."""
+def search_both(b, a, c_reg, h):
+    """The exact line search by each bracket (`BRACKETS`), in one compiled program."""
     return tuple(exact_line_search(b, a, c_reg, h, k) for k in BRACKETS)
 
 
@@ -72,8 +70,10 @@ def test_exact_equals_brute_force(seed, kind):
     h = float(rng.uniform(0.01, 2.0))
     c_reg = float(-abs(rng.normal()) - np.sum(np.maximum(a[:, 1], 0)))  # a descent direction
     eta_bf, val_bf = brute_minimizer(b, a, c_reg, h)
+    # Padded with flat zero lines to PADDED examples (a flat line pair adds neither a kink
+    # nor a slope: the same Φ), so that every size is one compiled program.
     flat = np.zeros((PADDED - n, 2))
-    for res in _padded_search(jnp.asarray(np.concatenate([b, flat])),
+    for res in search_both(jnp.asarray(np.concatenate([b, flat])),
                               jnp.asarray(np.concatenate([a, flat])), c_reg, h):
         assert bool(res.ok)
         assert float(res.eta) == pytest.approx(eta_bf, rel=1e-10, abs=1e-12)
@@ -96,8 +96,7 @@ def test_sort_and_bisection_brackets_agree_on_large_instances(dtype):
         h = [0.0, 1e-6, 1.0][trial % 3]
         c_reg = float(-abs(rng.normal()) - np.sum(np.maximum(a[:, 1], 0)) * rng.uniform(0, 2))
         args = jnp.asarray(b, dtype), jnp.asarray(a, dtype), dtype(c_reg), dtype(h)
-        by_sort = jax.jit(exact_line_search, static_argnums=4)(*args, "sort")
-        by_bisection = jax.jit(exact_line_search, static_argnums=4)(*args, "bisect")
+        by_sort, by_bisection = search_both(*args)
         assert by_sort.eta.dtype == dtype
         for x, y in zip(by_sort, by_bisection, strict=True):
             assert np.asarray(x) == np.asarray(y)
@@ -119,11 +118,8 @@ def test_brackets_agree_where_the_root_rounds(dtype):
     b, a = jnp.asarray(b, dtype), jnp.asarray(a, dtype)
     cs, hs = jnp.asarray(cs, dtype), jnp.asarray(hs, dtype)
 
-    def both(c, h):
-        return (exact_line_search(b, a, c, h, "sort").eta,
-                exact_line_search(b, a, c, h, "bisect").eta)
-
-    by_sort, by_bisection = jax.jit(jax.vmap(both))(cs, hs)
+    by_sort, by_bisection = (res.eta for res in jax.vmap(
+        search_both, in_axes=(None, None, 0, 0))(b, a, cs, hs))
     assert by_sort.dtype == dtype
     if dtype == np.float16:
         # Sum and cumsum of the slope jumps round differently; with 11 bits that can flip

@@ -18,10 +18,10 @@ from reference import (
 )
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
+from test_line_search import search_both
 
 import nsjax
 from nsjax.solvers.envelope import envelope_kinks
-from nsjax.solvers.line_search import exact_line_search
 
 MC, ML, L2 = nsjax.losses.MulticlassHinge, nsjax.losses.MultilabelHinge, nsjax.regularizers.L2
 ENVELOPE = jax.jit(envelope_kinks)
@@ -132,12 +132,6 @@ def _brute_line_search(b, a, c_reg, h):
 
 
 
-@jax.jit
-def _search_both(b, a, c_reg, h):
-    """The exact line search by each bracket, in one compiled program."""
-    return tuple(exact_line_search(b, a, c_reg, h, k) for k in ("sort", "bisect"))
-
-
 @pytest.mark.parametrize("kind", ["multiclass", "multiclass-slack", "multilabel"])
 @pytest.mark.parametrize("seed", range(8))
 def test_exact_line_search_equals_brute_force(kind, seed):
@@ -159,7 +153,7 @@ def test_exact_line_search_equals_brute_force(kind, seed):
     if c0 >= 0:
         P, dS = -P, -dS  # make it a descent direction
         b, a, c_reg, h = prob.line(W, S, P, dS)
-    by_sort, by_bisection = _search_both(b, a, c_reg, h)
+    by_sort, by_bisection = search_both(b, a, c_reg, h)
     eta_bf = _brute_line_search(np.asarray(b), np.asarray(a), float(c_reg), float(h))
     for res in (by_sort, by_bisection):
         assert float(res.eta) == pytest.approx(eta_bf, rel=1e-10, abs=1e-12)

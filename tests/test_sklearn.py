@@ -338,7 +338,6 @@ def test_nearby_shapes_share_one_compiled_solve_and_padding_changes_nothing(monk
                         or solve(p, *a, **k))
     floor = fit(X[:97, :5], y[:97])
     assert shapes == [(320, 32)]
-    monkeypatch.setattr(nsjax, "solve", solve)
     monkeypatch.setattr(nsjax.sklearn, "PAD_LIMIT", 0)  # dense X as given
     plain = fit(X[:97, :5], y[:97])
     # The same problem: the same optimum (all certified to 1e-10).
