@@ -58,10 +58,13 @@ def _side_slope(b, a, pick, fill, x):
 @pytest.mark.parametrize("kind", ["ties_at_L", "parallel", "coincident", "real", "ints"])
 def test_envelope_equals_brute_force(kind, seed):
     rng = np.random.default_rng(seed)
-    sets = [_random_lines(rng, int(rng.integers(1, 31)), kind) for _ in range(40)]
-    # 40 examples padded to 30 lines with masked ones (offset −inf): one call, masks tested.
-    B = np.full((40, 30), -np.inf)
-    A = np.zeros((40, 30))
+    # 40, 150 or 70 examples: one block of the walk's layout (`envelope.BLOCK` = 64) or
+    # several, the last one padded.
+    n = (40, 150, 70)[seed]
+    sets = [_random_lines(rng, int(rng.integers(1, 31)), kind) for _ in range(n)]
+    # Padded to 30 lines with masked ones (offset −inf): one call, masks tested.
+    B = np.full((n, 30), -np.inf)
+    A = np.zeros((n, 30))
     for i, (b, a) in enumerate(sets):
         B[i, : b.size], A[i, : a.size] = b, a
     eta, jump, rows = ENVELOPE(jnp.asarray(B), jnp.asarray(A))
