@@ -63,12 +63,14 @@ def envelope_kinks(b, a):
     b = jnp.concatenate([b, jnp.full((padded - n, r), -jnp.inf, b.dtype)])
     a = jnp.concatenate([a, jnp.zeros((padded - n, r), a.dtype)])
     lines = _blocked(b), _blocked(a)
-    # The active line at 0⁺: the steepest of those maximal at 0.
-    top = jnp.max(lines[0], axis=1)
-    slope = jnp.max(jnp.where(lines[0] == top[:, None], lines[1], -jnp.inf), axis=1)
-    # Kink t of every example is row t: each step writes one contiguous row.
-    state = (jnp.zeros((), jnp.int32), top, slope, jnp.zeros_like(top), jnp.ones(top.shape, bool),
-             jnp.full((r, padded), jnp.inf, b.dtype), jnp.zeros((r, padded), b.dtype))
+    # The active line at 0⁺, by its offset and slope: the steepest of those maximal at 0.
+    offset = jnp.max(lines[0], axis=1)
+    slope = jnp.max(jnp.where(lines[0] == offset[:, None], lines[1], -jnp.inf), axis=1)
+    # The walk's state: (step t, offset, slope, last kink, walking, eta, jump). Kink t of
+    # every example is row t of eta and jump: each step writes one contiguous row.
+    state = (jnp.zeros((), jnp.int32), offset, slope, jnp.zeros_like(offset),
+             jnp.ones(offset.shape, bool), jnp.full((r, padded), jnp.inf, b.dtype),
+             jnp.zeros((r, padded), b.dtype))
 
     # Every example walks while more than a quarter of them still do ...
     few = max(n // 4, 1)
@@ -83,9 +85,9 @@ def envelope_kinks(b, a):
     # ... then only those still walking, gathered into their own blocks (most examples
     # have one or two kinks, a few have many: on Letter-like data 2,410 of 16,000 have 3
     # or more).
-    t, *walk, eta, jump = state
+    t, offset, slope, at, walking, eta, jump = state
     size = -(-few // BLOCK) * BLOCK
-    rows = jnp.nonzero(walk[3].ravel(), size=size, fill_value=padded)[0]  # padded: no row
+    rows = jnp.nonzero(walking.ravel(), size=size, fill_value=padded)[0]  # padded: no row
 
     def gather(v, fill):
         return v.at[rows].get(mode="fill", fill_value=fill)
@@ -99,7 +101,7 @@ def envelope_kinks(b, a):
                 jump.at[t, rows].set(rise.ravel(), mode="drop"))
 
     walk = [gather(v.ravel(), fill).reshape(-1, BLOCK)
-            for v, fill in zip(walk, (0.0, 0.0, 0.0, False), strict=True)]
+            for v, fill in ((offset, 0.0), (slope, 0.0), (at, 0.0), (walking, False))]
     used, *_, eta, jump = jax.lax.while_loop(lambda s: (s[0] < r) & jnp.any(s[4]), step_few,
                                              (t, *walk, eta, jump))
     return eta[:, :n], jump[:, :n], used
@@ -112,19 +114,20 @@ def _blocked(v):
 
 
 def _put_row(v, t, row):
-    """v with row t replaced: an in-place dynamic_update_slice (`.at[t].set` is a scatter,
-    which XLA's CPU backend copied v for here: 2× the walk's time)."""
+    """v with row t replaced, by an in-place dynamic_update_slice. (`.at[t].set` lowers to a
+    scatter, for which XLA's CPU backend copied v at every step here: four walk steps took
+    3.3 ms against 1.4 ms.)"""
     return jax.lax.dynamic_update_slice(v, row.reshape(1, -1), (t, jnp.zeros_like(t)))
 
 
-def _next_kink(b, a, top, slope, at, walking):
+def _next_kink(b, a, offset, slope, at, walking):
     """One step of the walk for every example, on blocked lines b, a (blocks, r, BLOCK)
-    and per-example (blocks, BLOCK) arrays: the active line's offset ``top`` and ``slope``,
-    the last kink ``at``, ``walking``. Returns the same four after the step, then the
-    kink (inf where the example no longer walks) and the slope's jump there (0)."""
+    and per-example (blocks, BLOCK) arrays: the active line's ``offset`` and ``slope``, the
+    last kink ``at``, ``walking``. Returns the same four after the step, then the kink (inf
+    where the example no longer walks) and the slope's jump there (0)."""
     rise = a - slope[:, None]
     steeper = jnp.isfinite(b) & (rise > 0)
-    cross = jnp.where(steeper, (top[:, None] - b) / jnp.where(steeper, rise, 1.0), jnp.inf)
+    cross = jnp.where(steeper, (offset[:, None] - b) / jnp.where(steeper, rise, 1.0), jnp.inf)
     first = jnp.min(cross, axis=1)
     # The overtaker: the steepest line crossing first (its offset: the largest among equal
     # slopes, which rounding alone can tell apart).
@@ -133,5 +136,5 @@ def _next_kink(b, a, top, slope, at, walking):
     b_next = jnp.max(jnp.where(tie & (a == a_next[:, None]), b, -jnp.inf), axis=1)
     walking = walking & jnp.isfinite(first)
     at = jnp.where(walking, jnp.maximum(first, at), at)  # rounding cannot step back
-    return (jnp.where(walking, b_next, top), jnp.where(walking, a_next, slope), at, walking,
-            jnp.where(walking, at, jnp.inf), jnp.where(walking, a_next - slope, 0.0))
+    return (jnp.where(walking, b_next, offset), jnp.where(walking, a_next, slope), at,
+            walking, jnp.where(walking, at, jnp.inf), jnp.where(walking, a_next - slope, 0.0))
