@@ -1,9 +1,12 @@
-"""The exact line search's two brackets against the number of examples (issue 14 items 1, 5).
+"""The exact line search's brackets against the number of examples (issue 14 items 1, 5).
 
 `nsjax.solvers.line_search.exact_line_search` finds the kink before η* either by sorting all
-kinks ("sort", Alg. 3 of the subLBFGS paper) or by bisecting F on the floats' bit patterns
-("bisect", one O(n) pass per halving: 32 passes in float32, 64 in float64). "auto" picks one
-per platform and shape; this script measures where each is faster.
+kinks ("sort", Alg. 3 of the subLBFGS paper), by bisecting F on the floats' bit patterns
+("bisect", one O(n) pass per halving: 32 passes in float32, 64 in float64), or by cutting
+the bracket into ``MULTISECT_WAYS`` pieces a pass ("multisect": ≤ 7 passes in float32, ≤ 13
+in float64, each evaluating F at 31 points). "auto" picks one per platform and shape; this
+script measures where each is faster. Then, at the largest n ≤ 2²⁰ of each r, the
+multisection with 8, 16, 64 and 128 pieces a pass.
 
 For each dtype, r lines per example (r = 2: a binary hinge's two lines; r = 26: a
 Crammer–Singer line per class, as on Letter) and n, random lines (offsets and slopes
@@ -11,7 +14,7 @@ standard normal over n, a regularizer slope c_reg = -1 and curvature h = 1, so t
 among the kinks) are searched by each bracket, jitted with the lines as arguments, best of
 ``REPEATS`` after a compiling call; both give the same η* (checked).
 
-Output: a printed table (ms per search, sort / bisect), ``<out>/bracket.json`` and
+Output: a printed table (ms per search, each bracket), ``<out>/bracket.json`` and
 ``<png>`` (default ``benchmarks/bracket.png``).
 
     python benchmarks/bracket.py [--quick] [--out DIR] [--png PATH]
@@ -30,6 +33,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from nsjax.solvers import line_search  # noqa: E402
 from nsjax.solvers.line_search import exact_line_search  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,6 +41,9 @@ from _common import HERE, machine, save_figure, save_json  # noqa: E402
 from dense_step import best_of  # noqa: E402
 
 REPEATS = 20
+BRACKETS = ("sort", "bisect", "multisect")
+WAYS = (8, 16, 64, 128)
+WAYS_AT = 2**20  # the largest n at most this gets the multisection's other ways
 SIZES = {2: [2**k for k in range(10, 23, 2)], 26: [2**k for k in range(8, 17, 2)]}
 QUICK_SIZES = {2: [2**10, 2**14], 26: [2**8, 2**10]}
 
@@ -58,29 +65,50 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="two sizes each (a CPU check)")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--png", type=Path, default=HERE / "bracket.png")
+    parser.add_argument("--dtypes", default="float32,float64")
     args = parser.parse_args(argv)
     dev = jax.devices()[0]
     res = {"device": f"{dev.platform}: {getattr(dev, 'device_kind', str(dev))}",
            "machine": machine(), "rows": []}
     sizes = QUICK_SIZES if args.quick else SIZES
-    print(f"{'dtype':8s} {'r':>3s} {'n':>9s} {'sort ms':>8s} {'bisect ms':>9s} {'ratio':>6s}")
-    for dt in ("float32", "float64"):
+    print(f"{'dtype':8s} {'r':>3s} {'n':>9s} " + " ".join(f"{k + ' ms':>12s}" for k in BRACKETS))
+    for dt in args.dtypes.split(","):
         for r, ns in sizes.items():
             for n in ns:
                 b, a = lines(n, r, np.dtype(dt))
                 c_reg, h = jnp.asarray(-1.0, b.dtype), jnp.asarray(1.0, b.dtype)
-                t = {k: best_of(search, b, a, c_reg, h, k, reps=REPEATS)
-                     for k in ("sort", "bisect")}
-                same = bool(search(b, a, c_reg, h, "sort") == search(b, a, c_reg, h, "bisect"))
-                row = {"dtype": dt, "r": r, "n": n, "sort_s": t["sort"],
-                       "bisect_s": t["bisect"], "same_eta": same}
+                row = {"dtype": dt, "r": r, "n": n}
+                etas = set()
+                for k in BRACKETS:
+                    row[f"{k}_s"] = best_of(search, b, a, c_reg, h, k, reps=REPEATS)
+                    etas.add(float(search(b, a, c_reg, h, k)))
+                row["same_eta"] = len(etas) == 1
                 res["rows"].append(row)
-                print(f"{dt:8s} {r:3d} {n:9,d} {1e3 * t['sort']:8.3f} {1e3 * t['bisect']:9.3f} "
-                      f"{t['sort'] / t['bisect']:6.2f}{'' if same else '  (different η*)'}",
-                      flush=True)
+                print(f"{dt:8s} {r:3d} {n:9,d} " + " ".join(
+                    f"{1e3 * row[k + '_s']:12.3f}" for k in BRACKETS)
+                    + ("" if row["same_eta"] else "  (different η*)"), flush=True)
                 save_json(args.out / "bracket.json", res)
+            n = max(k for k in ns if k <= WAYS_AT)
+            b, a = lines(n, r, np.dtype(dt))
+            res.setdefault("ways", []).append(ways_row(b, a, c_reg, h, dt, r, n))
+            print(f"  multisect at n = {n:,d}: " + ", ".join(
+                f"{w} ways {1e3 * s:.3f} ms" for w, s in res["ways"][-1]["s"].items()))
+            save_json(args.out / "bracket.json", res)
     plot(res, args.png)
     print(f"wrote {args.out / 'bracket.json'} and {args.png}")
+
+
+def ways_row(b, a, c_reg, h, dt, r, n) -> dict:
+    """The multisection with other numbers of pieces a pass (each its own program)."""
+    default, out = line_search.MULTISECT_WAYS, {}
+    try:
+        for ways in WAYS:
+            line_search.MULTISECT_WAYS = ways
+            fn = jax.jit(lambda b, a, c, h: exact_line_search(b, a, c, h, "multisect").eta)
+            out[ways] = best_of(fn, b, a, c_reg, h, reps=REPEATS)
+    finally:
+        line_search.MULTISECT_WAYS = default
+    return {"dtype": dt, "r": r, "n": n, "s": out}
 
 
 def plot(res: dict, png: Path) -> None:
@@ -97,6 +125,9 @@ def plot(res: dict, png: Path) -> None:
                       label=f"sort, {dt}")
             ax.loglog(n, [1e3 * x["bisect_s"] for x in rows], "s" + style, color="C1",
                       label=f"bisect, {dt}")
+            if "multisect_s" in rows[0]:
+                ax.loglog(n, [1e3 * x["multisect_s"] for x in rows], "^" + style, color="C2",
+                          label=f"multisect, {dt}")
         ax.set(xlabel="examples n", ylabel="ms per line search",
                title=f"r = {r} lines per example")
         ax.legend(fontsize=8)

@@ -39,9 +39,9 @@ it. It runs unchanged on a CPU (``--quick`` is the CPU check that it works).
    ``SubLBFGS(certify=False)``, ``BMRM()`` and the Hybrid (``dense_step.per_step``), against
    two reads of X.
 5. The split of a subLBFGS step on the sparse float32 problem (``step_profile.profile``:
-   products, direction, line search by the device's bracket and by both, subgradient,
-   memory update); it also checks that the sort bracket (the GPU's) and bisection give the
-   same step on that line.
+   products, direction, B v in both forms, line search by the device's bracket and by each,
+   subgradient, memory update); it also checks that the brackets give the same step on
+   that line.
 
 Output: a printed table, ``<out>/gpu.json`` (all numbers, the machine, what was skipped), and
 ``<png>`` (default ``benchmarks/gpu.png``): per-step time against the roofline for every
@@ -322,10 +322,12 @@ def report(res: dict) -> list[str]:
         if "profile_float32" in sp:
             p = sp["profile_float32"]
             lines.append("subLBFGS step split, float32 (ms): " + ", ".join(
-                f"{k} {p[k]:.2f}" for k in ("step_in_loop", "step", "Xw", "Xtu", "direction",
-                                            "line_search", "ls_sort", "ls_bisect",
-                                            "subgradient", "commit", "dual") if k in p)
-                         + f"; sort == bisect: {p.get('eta_sort_equals_bisect')}")
+                f"{k} {p[k]:.2f}" for k in (
+                    "step_in_loop", "step", "Xw", "Xtu", "direction", "twoloop", "Bv_two_loop",
+                    "Bv_compact", "line_search", "ls_sort", "ls_bisect", "ls_multisect",
+                    "subgradient", "commit", "dual") if k in p)
+                         + f"; sort == bisect: {p.get('eta_sort_equals_bisect')}, multisect == "
+                         f"bisect: {p.get('eta_multisect_equals_bisect')}")
     de = res.get("dense")
     if de:
         lines += ["", f"dense {de['shape'][0]:,} x {de['shape'][1]}, hinge, lam {DENSE_LAM:g}"]

@@ -20,11 +20,13 @@ inputs the step itself would give it (computed once beforehand). Each is timed b
 (``time.perf_counter``, synced with ``jax.block_until_ready``) after one compiling call:
 
 * direction: ``find_direction`` as ``propose`` calls it (Alg. 2; k = its iteration count).
-  Of it, estimated: "X p" = (1 + k) x t(X w), "Xᵀu" = k x t(Xᵀu), "two-loop" = (1 + k) x
-  t(``memory.apply``), each timed alone; "rest" = direction minus these.
+  Of it, estimated: "X p" = (1 + k) x t(X w), "Xᵀu" = k x t(Xᵀu), "B v" = (1 + k) x
+  t(``memory.apply``, the device's form), each timed alone; "rest" = direction minus these.
+  Both forms of ``LBFGSMemory`` (two-loop, compact) are also timed alone.
 * dual value: ``p.dual_value(d.ubar, S=S, Xtu=d.gbar - d.rbar)``.
 * line search: ``solver.line_search_for(p).search(p, w, S, d.p, d.dS)`` (bracket "auto":
-  bisection on CPUs); ``ExactLineSearch("sort")`` and ``("bisect")`` are timed for comparison.
+  bisection on CPUs); ``ExactLineSearch("sort")``, ``("bisect")`` and ``("multisect")`` are
+  timed for comparison.
 * new subgradient: ``p.certified_subgradient(w_new, S_new, d.p, d.dS, ls.theta)``; of it,
   "Xᵀu" = t(Xᵀu) and "rest" the difference.
 * memory update: ``solver.commit(new, pending).mem`` on the state and pending update that
@@ -97,6 +99,10 @@ def profile(prob, solver):
     r["Xw"], _ = best_ms(jax.jit(lambda p, w: p.scores(w)), prob, w)
     r["Xtu"], _ = best_ms(jax.jit(lambda p, u: p.rmv(u)), prob, state.u)
     r["twoloop"], _ = best_ms(jax.jit(lambda m, g: memory.apply(m, g)), state.mem, state.g)
+    for form in ("two_loop", "compact"):  # each form alone (times only: a CPU state has no
+        # SᵀY for the compact form)
+        r[f"Bv_{form}"], _ = best_ms(jax.jit(getattr(memory, f"apply_{form}")), state.mem,
+                                     state.g)
     r["direction"], d = best_ms(jax.jit(
         lambda p, s: find_direction(p, memory, s.mem, s.core.w, s.S, s.g, s.u, s.g_reg,
                                     solver.eps, solver.k_max)), prob, state)
@@ -109,7 +115,8 @@ def profile(prob, solver):
         lambda p, d, S: p.dual_value(d.ubar, S=S, Xtu=d.gbar - d.rbar)), prob, d, S)
     search = {}
     for name, obj in (("line_search", ls_obj), ("ls_sort", ExactLineSearch("sort")),
-                      ("ls_bisect", ExactLineSearch("bisect"))):
+                      ("ls_bisect", ExactLineSearch("bisect")),
+                      ("ls_multisect", ExactLineSearch("multisect"))):
         r[name], search[name] = best_ms(jax.jit(
             lambda p, w, S, d, obj=obj: obj.search(p, w, S, d.p, d.dS)), prob, w, S, d)
     ls = search["line_search"]
@@ -118,6 +125,8 @@ def profile(prob, solver):
                                 prob, w, S, d)
     r["line_search_bracket"], r["kinks_passed"] = ls_obj.bracket, int(ls.evaluations)
     r["eta_sort_equals_bisect"] = bool(search["ls_sort"].eta == search["ls_bisect"].eta)
+    r["eta_multisect_equals_bisect"] = bool(
+        search["ls_multisect"].eta == search["ls_bisect"].eta)
     eta = jax.numpy.where(d.ok & ls.ok & (ls.eta > 0), ls.eta, 0.0)
     w_new, S_new = w + eta * d.p, S + eta * d.dS
     r["subgradient"], _ = best_ms(jax.jit(
@@ -152,13 +161,15 @@ def rows(r):
     """(part, ms) lines of the table, in print order."""
     k = r["direction_iterations"]
     return [("X w (alone)", r["Xw"]), ("Xᵀu (alone)", r["Xtu"]),
-            ("two-loop B v (alone)", r["twoloop"]),
+            ("B v (alone)", r["twoloop"]), ("  two-loop form", r["Bv_two_loop"]),
+            ("  compact form", r["Bv_compact"]),
             (f"direction (k = {k})", r["direction"]),
             (f"  X p, est. {1 + k} x", r["dir_Xp"]), (f"  Xᵀu, est. {k} x", r["dir_Xtu"]),
-            (f"  two-loop, est. {1 + k} x", r["dir_twoloop"]), ("  rest", r["dir_rest"]),
+            (f"  B v, est. {1 + k} x", r["dir_twoloop"]), ("  rest", r["dir_rest"]),
             ("dual value", r["dual"]),
             (f"line search ({r['line_search_bracket']})", r["line_search"]),
             ("  sort bracket", r["ls_sort"]), ("  bisect bracket", r["ls_bisect"]),
+            ("  multisect bracket", r["ls_multisect"]),
             *([("  of it the kinks (walk)", r["kinks"])] if "kinks" in r else []),
             ("new subgradient", r["subgradient"]), ("  of it Xᵀu", r["subgrad_Xtu"]),
             ("memory update", r["commit"]), ("sum of the 5 parts", r["parts_sum"]),
@@ -248,8 +259,9 @@ def main(argv=None):
             print(f"{label:34s} {part:28s} {ms:9.3f} {100 * ms / r['step']:6.1f}%",
                   flush=True)
         print(f"{'':34s} status {r['status']}, J = {r['J']:.10g}, kinks passed "
-              f"{r['kinks_passed']}, sort and bisect give the same eta: "
-              f"{r['eta_sort_equals_bisect']}")
+              f"{r['kinks_passed']}, same eta: sort and bisect "
+              f"{r['eta_sort_equals_bisect']}, multisect and bisect "
+              f"{r['eta_multisect_equals_bisect']}")
     out = HERE / "results" / f"{name}.json"
     save_json(out, {"machine": machine(), "memory": MEMORY, "warm_steps": WARM_STEPS,
                     "repeats": REPEATS, "ms": results})

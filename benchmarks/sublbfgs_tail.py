@@ -189,29 +189,14 @@ def optimum(prob, X, y_pm, lam):
 
 @dataclass(frozen=True)
 class FixedScaleMemory(LBFGSMemory):
-    """Counterfactual: L-BFGS with B₀ = ``gamma`` · I fixed (no secant scaling); the two-loop
-    recursion of `LBFGSMemory.apply` otherwise. ``gamma`` = 1/λ is the exact inverse
+    """Counterfactual: L-BFGS with B₀ = ``gamma`` · I fixed (no secant scaling);
+    `LBFGSMemory` otherwise. ``gamma`` = 1/λ is the exact inverse
     curvature of J off the kinks (∇²(λ/2‖w‖²) = λI), the best fixed scale there is."""
 
     gamma: float = 1.0
 
-    def apply(self, mem, v):
-        m = self.m
-        newest_first = (mem.head - 1 - jnp.arange(m)) % m
-
-        def backward(q, i):
-            a = mem.rho[i] * jnp.vdot(mem.s[i], q)
-            return q - a * mem.y[i], a
-
-        q, alphas = jax.lax.scan(backward, v, newest_first)
-
-        def forward(r, ia):
-            i, a = ia
-            b = mem.rho[i] * jnp.vdot(mem.y[i], r)
-            return r + (a - b) * mem.s[i], None
-
-        r, _ = jax.lax.scan(forward, self.gamma * q, (newest_first[::-1], alphas[::-1]))
-        return r
+    def _gamma(self, mem, sy, yy):  # B₀ = gamma · I in either form of B v
+        return jnp.asarray(self.gamma, mem.rho.dtype)
 
 
 def configs(lam, rank):

@@ -29,6 +29,11 @@ class Entry(NamedTuple):
 
 REGISTRY = [
     Entry("Hybrid", S.Hybrid()),  # the default of nsjax.solve
+    # The default as "auto" makes it on GPUs, run here: the compact form of B and the
+    # multisection bracket in its subLBFGS phase.
+    Entry("Hybrid-gpu-paths", S.Hybrid(sublbfgs=S.SubLBFGS(
+        memory=S.LBFGSMemory(15, form="compact"), line_search=S.ExactLineSearch("multisect"))),
+        ("hinge",)),
     Entry("SubLBFGS", S.SubLBFGS()),
     # Memory ≥ d without secant scaling: the configuration that reaches 1e-6 on small kinked
     # problems (test_sublbfgs.py uses m = 256 on d = 50; here d ≤ 12).

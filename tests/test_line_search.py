@@ -49,14 +49,14 @@ def random_hinge_lines(rng, n, ties=False, zero_slopes=False):
     return b, a
 
 
-BRACKETS = ["sort", "bisect"]
+BRACKETS = ["sort", "bisect", "multisect"]
 
 
 PADDED = 40
 
 
 @jax.jit
-def search_both(b, a, c_reg, h):
+def search_all(b, a, c_reg, h):
     """The exact line search by each bracket (`BRACKETS`), in one compiled program."""
     return tuple(exact_line_search(b, a, c_reg, h, k) for k in BRACKETS)
 
@@ -73,7 +73,7 @@ def test_exact_equals_brute_force(seed, kind):
     # Padded with flat zero lines to PADDED examples (a flat line pair adds neither a kink
     # nor a slope: the same Φ), so that every size is one compiled program.
     flat = np.zeros((PADDED - n, 2))
-    for res in search_both(jnp.asarray(np.concatenate([b, flat])),
+    for res in search_all(jnp.asarray(np.concatenate([b, flat])),
                               jnp.asarray(np.concatenate([a, flat])), c_reg, h):
         assert bool(res.ok)
         assert float(res.eta) == pytest.approx(eta_bf, rel=1e-10, abs=1e-12)
@@ -96,10 +96,11 @@ def test_sort_and_bisection_brackets_agree_on_large_instances(dtype):
         h = [0.0, 1e-6, 1.0][trial % 3]
         c_reg = float(-abs(rng.normal()) - np.sum(np.maximum(a[:, 1], 0)) * rng.uniform(0, 2))
         args = jnp.asarray(b, dtype), jnp.asarray(a, dtype), dtype(c_reg), dtype(h)
-        by_sort, by_bisection = search_both(*args)
+        by_sort, *others = search_all(*args)
         assert by_sort.eta.dtype == dtype
-        for x, y in zip(by_sort, by_bisection, strict=True):
-            assert np.asarray(x) == np.asarray(y)
+        for other in others:
+            for x, y in zip(by_sort, other, strict=True):
+                assert np.asarray(x) == np.asarray(y)
         if np.isfinite(float(by_sort.eta)):  # and the step is a minimizer along the line
             eta = float(by_sort.eta)
             val = phi_numpy(eta, b, a, c_reg, h)
@@ -118,17 +119,19 @@ def test_brackets_agree_where_the_root_rounds(dtype):
     b, a = jnp.asarray(b, dtype), jnp.asarray(a, dtype)
     cs, hs = jnp.asarray(cs, dtype), jnp.asarray(hs, dtype)
 
-    by_sort, by_bisection = (res.eta for res in jax.vmap(
-        search_both, in_axes=(None, None, 0, 0))(b, a, cs, hs))
+    by_sort, by_bisection, by_multisection = (np.asarray(res.eta) for res in jax.vmap(
+        search_all, in_axes=(None, None, 0, 0))(b, a, cs, hs))
     assert by_sort.dtype == dtype
+    # The two sectionings evaluate F the same way: they agree exactly, in every dtype.
+    np.testing.assert_array_equal(by_multisection, by_bisection)
     if dtype == np.float16:
         # Sum and cumsum of the slope jumps round differently; with 11 bits that can flip
         # the decision at a kink where F is 0 to rounding (1 case in 4000 here).
-        assert np.mean(np.asarray(by_sort) == np.asarray(by_bisection)) > 0.99
-        np.testing.assert_allclose(np.asarray(by_sort, float), np.asarray(by_bisection, float),
+        assert np.mean(by_sort == by_bisection) > 0.99
+        np.testing.assert_allclose(by_sort.astype(float), by_bisection.astype(float),
                                    rtol=2e-2)
     else:
-        np.testing.assert_array_equal(np.asarray(by_sort), np.asarray(by_bisection))
+        np.testing.assert_array_equal(by_sort, by_bisection)
 
 
 def test_auto_bracket_and_bad_name():
@@ -140,23 +143,27 @@ def test_auto_bracket_and_bad_name():
         exact_line_search(jnp.asarray(b), jnp.asarray(a), -1.0, 0.5, "heap")
 
 
-@pytest.mark.parametrize("n, r, dtype, gpu_sorts", [
-    (2**19, 2, np.float32, False), (2**19 - 8, 2, np.float32, True),
-    (2**20, 2, np.float64, True), (2**21, 2, np.float64, False), (2**16, 26, np.float32, True)])
-def test_auto_bracket_on_gpus_bisects_only_many_two_line_examples(n, r, dtype, gpu_sorts):
+@pytest.mark.parametrize("n, r, dtype, gpu_bracket", [
+    (2**22, 2, np.float32, "bisect"), (2**22 - 8, 2, np.float32, "multisect"),
+    (2**22, 2, np.float64, "bisect"), (2**10, 2, np.float64, "multisect"),
+    (2**16, 26, np.float32, "multisect")])
+def test_auto_bracket_on_gpus_multisects_unless_very_many_two_line_examples(n, r, dtype,
+                                                                          gpu_bracket):
     # "auto" as lowered for a GPU (no GPU needed to lower) and for the CPU: on CPUs always
-    # the bisection, on GPUs a sort unless there are BISECT_FROM (2^19 in float32, 2^21 in
-    # float64) examples of two lines each (the crossover measured by benchmarks/bracket.py).
-    from nsjax.solvers.line_search import BISECT_FROM, auto_bracket
+    # the bisection, on GPUs the multisection unless there are BISECT_FROM (2^22) examples
+    # of two lines each (the crossover measured by benchmarks/bracket.py). Neither sorts;
+    # the multisection's program has its 15 points, the bisection's none.
+    from nsjax.solvers.line_search import BISECT_FROM, MULTISECT_WAYS, auto_bracket
 
-    assert BISECT_FROM == {4: 2**19, 8: 2**21}
-    assert auto_bracket((n, r), dtype) == ("sort" if gpu_sorts else "bisect")
+    assert BISECT_FROM == 2**22 and MULTISECT_WAYS == 16
+    assert auto_bracket((n, r)) == gpu_bracket
     lines, scalar = jax.ShapeDtypeStruct((n, r), dtype), jax.ShapeDtypeStruct((), dtype)
     search = jax.jit(lambda b, a, c, h: exact_line_search(b, a, c, h).eta)
     traced = search.trace(lines, lines, scalar, scalar)
-    for platform, sorts in (("cuda", gpu_sorts), ("cpu", False)):
+    for platform, bracket in (("cuda", gpu_bracket), ("cpu", "bisect")):
         program = traced.lower(lowering_platforms=(platform,)).as_text()
-        assert ("stablehlo.sort" in program) == sorts, platform
+        assert "stablehlo.sort" not in program, platform
+        assert ("tensor<15x" in program) == (bracket == "multisect"), platform
 
 
 @pytest.mark.parametrize("bracket", BRACKETS)
@@ -206,29 +213,34 @@ def test_wolfe_conditions_hold():
     assert float(g) >= 0.9 * float(g0)
 
 
-def test_float32_solve_with_the_sort_bracket_equals_bisection_and_float64():
-    # The GPU's path (the sort bracket, float32) run end to end on the CPU, so that a GPU
-    # run is never its first run: the same iterates as the CPU's bisection (the brackets
-    # agree bit for bit), and J within float32's reach of the float64 optimum.
+def test_float32_solve_on_the_gpus_paths_equals_bisection_and_float64():
+    # The GPU's paths (the multisection bracket, the compact L-BFGS form, float32) run end
+    # to end on the CPU, so that a GPU run is never their first run: the multisection gives
+    # the same iterates as the CPU's bisection (the brackets agree bit for bit), the compact
+    # form certifies the same optimum, and J is within float32's reach of float64's.
     import nsjax
-    from nsjax.solvers import ExactLineSearch, SubLBFGS
+    from nsjax.solvers import ExactLineSearch, LBFGSMemory, SubLBFGS
 
     X, y = nsjax.datasets.breast_cancer()
     X = (X - X.mean(0)) / X.std(0)
-    sols = {}
-    for dtype, bracket in [(np.float32, "sort"), (np.float32, "bisect")]:
-        prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-2), X, y,
-                             dtype=dtype)
-        solver = SubLBFGS(line_search=ExactLineSearch(bracket))
-        sols[bracket] = nsjax.solve(prob, solver, max_steps=300, tol=1e-5)
-    by_sort, by_bisection = sols["sort"], sols["bisect"]
-    assert by_sort.w.dtype == jnp.float32
-    np.testing.assert_array_equal(np.asarray(by_sort.history.value),
+    prob32 = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-2), X, y,
+                           dtype=np.float32)
+    sols = {(bracket, form): nsjax.solve(prob32, SubLBFGS(
+        memory=LBFGSMemory(15, form=form), line_search=ExactLineSearch(bracket)),
+        max_steps=300, tol=1e-5)
+        for bracket, form in [("multisect", "two-loop"), ("bisect", "two-loop"),
+                              ("multisect", "compact")]}
+    by_multisection, by_bisection = sols["multisect", "two-loop"], sols["bisect", "two-loop"]
+    gpu = sols["multisect", "compact"]
+    assert gpu.w.dtype == jnp.float32
+    np.testing.assert_array_equal(np.asarray(by_multisection.history.value),
                                   np.asarray(by_bisection.history.value))
     prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-2), X, y)
     exact = nsjax.solve(prob, tol=1e-10)  # float64, the default solver
-    assert by_sort.result == nsjax.RESULTS.successful and exact.gap <= 1e-10
-    # The float32 solution, evaluated in float64, is as far from the optimum as its
-    # certified gap says (up to float32's rounding of J, ~1e-8 here).
-    j32 = float(prob.objective(jnp.asarray(by_sort.w, jnp.float64)))
-    assert float(exact.value) - 1e-10 <= j32 <= float(exact.value) + float(by_sort.gap) + 1e-6
+    assert exact.gap <= 1e-10
+    for sol in (by_bisection, gpu):
+        assert sol.result == nsjax.RESULTS.successful
+        # The float32 solution, evaluated in float64, is as far from the optimum as its
+        # certified gap says (up to float32's rounding of J, ~1e-8 here).
+        j32 = float(prob.objective(jnp.asarray(sol.w, jnp.float64)))
+        assert float(exact.value) - 1e-10 <= j32 <= float(exact.value) + float(sol.gap) + 1e-6

@@ -18,7 +18,7 @@ from reference import (
 )
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
-from test_line_search import search_both
+from test_line_search import search_all
 
 import nsjax
 from nsjax.solvers.envelope import envelope_kinks
@@ -156,12 +156,12 @@ def test_exact_line_search_equals_brute_force(kind, seed):
     if c0 >= 0:
         P, dS = -P, -dS  # make it a descent direction
         b, a, c_reg, h = prob.line(W, S, P, dS)
-    by_sort, by_bisection = search_both(b, a, c_reg, h)
+    by_bracket = search_all(b, a, c_reg, h)
     eta_bf = _brute_line_search(np.asarray(b), np.asarray(a), float(c_reg), float(h))
-    for res in (by_sort, by_bisection):
+    for res in by_bracket:
         assert float(res.eta) == pytest.approx(eta_bf, rel=1e-10, abs=1e-12)
     # And Φ from the loss itself agrees at η*: the lines are the loss along the line.
-    eta = float(by_sort.eta)
+    eta = float(by_bracket[0].eta)
     direct = float(prob.value(W + eta * P, S + eta * dS)) - float(prob.reg.value(W))
     lines_val = _phi(eta, np.asarray(b), np.asarray(a), float(c_reg), float(h))
     assert direct == pytest.approx(lines_val, rel=1e-10, abs=1e-12)

@@ -3,7 +3,8 @@
 `exact_line_search` is Alg. 3 of paper 000 (eqs. 26–32) generalised to any loss that gives
 its lines: the kinks of Φ(η) = J(w + η p) and their slope jumps are found for all examples at
 once, the first kink where sup ∂Φ ≥ 0 is located (by sorting and accumulating the jumps, or
-on CPUs by bisection), and η* is that kink or the root of the quadratic piece to its left.
+by bisection on CPUs and multisection on GPUs), and η* is that kink or the root of the
+quadratic piece to its left.
 `wolfe_line_search` finds a step satisfying the subgradient Wolfe conditions (16) by
 bracketing, for losses without lines.
 """
@@ -15,7 +16,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from nsjax.solvers.envelope import envelope_kinks
 
@@ -135,28 +135,29 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
         c_reg, h: the regularizer's slope and curvature along the line (λwᵀp, λ‖p‖²).
         bracket: how the kink before η* is found: "sort" (Alg. 3's way: sort all kinks,
             cumsum the slope jumps), "bisect" (`_bracket_by_bisection`, no sort), or
-            "auto": bisect on CPUs; elsewhere bisect for two lines per example from
-            `BISECT_FROM` examples on (2¹⁹ in float32, 2²¹ in float64), sort otherwise
-            (`auto_bracket`). Both give the same η*, unless the sum and the cumsum of
-            the slope jumps round to opposite signs of F at a kink.
+            "multisect" (`_bracket_by_multisection`: the bisection with 16 pieces a pass
+            instead of two), or "auto": bisect on CPUs, elsewhere `auto_bracket`. All
+            give the same η*, unless the sum and the cumsum of the slope jumps round to
+            opposite signs of F at a kink.
 
     Returns:
         η* with 0 ∈ ∂Φ(η*) (eq. 29): 0 if p is not a descent direction, inf if Φ decreases
         without bound (h = 0 and no kink ahead), and the number of kinks passed.
 
     With F(η) = sup ∂Φ(η) = c + hη + Σ_{kinks η_j ≤ η} jump_j (nondecreasing; c = sup ∂Φ(0)),
-    η* = inf {η : F(η) ≥ 0}. Both brackets return lo with F(lo) < 0 and no kink between lo
+    η* = inf {η : F(η) ≥ 0}. Each bracket returns lo with F(lo) < 0 and no kink between lo
     and the first kink where F ≥ 0 (lo = the last kink if there is none); η* is then that
     kink or the root of the quadratic piece after lo (eq. 32), whichever comes first.
-    Sorting is cheap on a GPU but is the slowest part of a step on a CPU (50,000 kinks:
-    11 ms, more than a product with X); the bisection costs about 1 ms there.
+    Sorting is the slowest part of a step on a CPU (50,000 kinks: 11 ms, more than a
+    product with X); the bisection costs about 1 ms there. On a GPU a pass costs its launch
+    more than its bytes, and the multisection's few passes beat both.
     """
     _check_bracket(bracket)
     c = c_reg + sup_slope_at_zero(b, a)
     eta, jump, rows = kinks(b, a)
     if bracket == "auto":
         lo = jax.lax.platform_dependent(eta, jump, rows, c, h, cpu=_bracket_by_bisection,
-                                        default=_BRACKETS[auto_bracket(b.shape, b.dtype)])
+                                        default=_BRACKETS[auto_bracket(b.shape)])
     else:
         lo = _BRACKETS[bracket](eta, jump, rows, c, h)
     eta, jump = eta.ravel(), jump.ravel()
@@ -179,23 +180,27 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
     return LineSearchResult(eta_star, passed, c < 0, theta)
 
 
-#: On GPUs (and other non-CPU devices) "auto" bisects from this many examples with two lines
-#: each, by bytes per float; the sort below. On an H100 one search took (sort / bisect):
-#: float32 0.56 / 0.70 ms at n = 2¹⁸ and 0.99 / 0.71 at 2²⁰; float64 1.23 / 1.41 at 2²⁰ and
-#: 5.5 / 3.1 at 2²² (the bisection makes 32 passes in float32, 64 in float64). With more lines
-#: per example sorting was 7-25x faster at every n measured (`benchmarks/bracket.py`).
-BISECT_FROM = {4: 2**19, 8: 2**21}
+#: Off CPUs "auto" bisects from this many examples with two lines each, and multisects
+#: below and for more lines. On an H100 one search took (multisect with 32 ways / bisect /
+#: sort, float32): 0.27 / 0.81 / 0.41 ms at n = 2¹⁰, 0.55 / 0.93 / 1.08 at 2²⁰ and 1.28 /
+#: 0.99 / 4.44 at 2²²; with 26 lines per example 0.47-1.05 against sorting's 0.56-1.27 and
+#: bisection's 7.8-11.2 (n = 2⁸ … 2¹⁶; `benchmarks/bracket.py`).
+BISECT_FROM = 2**22
 
 
-def auto_bracket(shape, dtype) -> str:
-    """The bracket "auto" uses off CPUs for lines of this (n, r) shape and dtype."""
+def auto_bracket(shape) -> str:
+    """The bracket "auto" uses off CPUs for lines of this (n, r) shape: the
+    multisection (few passes, for a device where a pass costs its launch and sync more
+    than its bytes), or the bisection for very many two-line examples (each of its passes
+    does 1/15 of the multisection's work)."""
     n, r = shape[-2:]
-    return "bisect" if r == 2 and n >= BISECT_FROM[np.dtype(dtype).itemsize] else "sort"
+    return "bisect" if r == 2 and n >= BISECT_FROM else "multisect"
 
 
 def _check_bracket(bracket):
-    if bracket not in ("auto", "sort", "bisect"):
-        raise ValueError(f"bracket must be 'auto', 'sort' or 'bisect'; got {bracket!r}.")
+    if bracket not in ("auto", *_BRACKETS):
+        raise ValueError(f"bracket must be 'auto', 'sort', 'bisect' or 'multisect'; got "
+                         f"{bracket!r}.")
 
 
 def _bracket_by_sort(eta, jump, rows, c, h):
@@ -220,20 +225,47 @@ def _bracket_by_bisection(eta, jump, rows, c, h):
     of O(n) work each; no kink then lies strictly between lo and hi. Each pass reads only
     the first `rows` rows of kinks (on Letter-like data 7 of 26: the rest are empty).
     """
+    return _bracket_by_sections(eta, jump, rows, c, h, ways=2)
+
+
+#: The multisection's pieces per pass: it evaluates F at MULTISECT_WAYS − 1 points at once.
+#: On an H100 one search at n = 2²⁰ (two lines each, float32) took 0.40 / 0.42 / 0.55 / 0.57
+#: / 0.93 ms with 8 / 16 / 32 / 64 / 128 ways; at n = 2¹⁶ with 26 lines 0.82 / 0.83 / 1.05 /
+#: 1.21 / 1.61 ms. 16 ways: 8 passes in float32, 16 in float64.
+MULTISECT_WAYS = 16
+
+
+def _bracket_by_multisection(eta, jump, rows, c, h):
+    """lo for `exact_line_search`: the bisection's bracket, cut into `MULTISECT_WAYS`
+    pieces per pass instead of two. F at 15 points costs one read of the kinks like F at
+    one, and the passes drop from ≤ 32 to ≤ 8 in float32 (≤ 64 to ≤ 16 in float64): for a
+    GPU, where a pass costs its launch and sync more than its bytes. Same lo as the
+    bisection (both end at the two neighbouring floats around F's sign change), up to the
+    rounding of F's sum where there are several rows of kinks (it sums them in one go)."""
+    return _bracket_by_sections(eta, jump, rows, c, h, ways=MULTISECT_WAYS)
+
+
+def _bracket_by_sections(eta, jump, rows, c, h, ways):
+    """Shrink [0, last kink] on F's bit patterns to lo, lo + 1 ulp, ``ways`` pieces a pass."""
     finite = jnp.isfinite(eta)
 
-    def passed_jumps(x, t):
-        return jnp.sum(jnp.where(eta[t] <= x, jump[t], 0.0))
+    def passed_jumps(x, kinks, jumps):  # Σ jumps of the kinks ≤ x, for each point x
+        return jnp.sum(jnp.where(kinks <= x[:, None], jumps, 0.0), axis=-1)
 
     def F(x):
-        if eta.shape[0] == 1:  # two lines per example: no loop
-            return c + h * x + passed_jumps(x, 0)
+        if eta.shape[0] == 1 or ways > 2:
+            # One reduction over all slots (unused ones: eta = inf, jump = 0): a loop over
+            # rows would cost a GPU one sync per row and pass.
+            return c + h * x + passed_jumps(x, eta.ravel(), jump.ravel())
+        # The bisection (CPUs) reads only the used rows.
         return c + h * x + jax.lax.fori_loop(
-            0, rows, lambda t, total: total + passed_jumps(x, t), jnp.zeros((), eta.dtype))
+            0, rows, lambda t, total: total + passed_jumps(x, eta[t], jump[t]),
+            jnp.zeros_like(x))
 
     last = jnp.max(jnp.where(finite, eta, 0.0))  # 0 when there is no kink ahead
-    some_kink_passes = jnp.any(finite) & (F(last) >= 0)
+    some_kink_passes = jnp.any(finite) & (F(last[None])[0] >= 0)
     itype = {2: jnp.int16, 4: jnp.int32, 8: jnp.int64}[eta.dtype.itemsize]
+    j = jnp.arange(1, ways, dtype=itype)
 
     def to_float(bits):
         return jax.lax.bitcast_convert_type(bits, eta.dtype)
@@ -244,9 +276,12 @@ def _bracket_by_bisection(eta, jump, rows, c, h):
 
     def body(bounds):
         lo_bits, hi_bits = bounds
-        mid_bits = lo_bits + (hi_bits - lo_bits) // 2
-        up = F(to_float(mid_bits)) >= 0
-        return jnp.where(up, lo_bits, mid_bits), jnp.where(up, mid_bits, hi_bits)
+        gap = hi_bits - lo_bits
+        # lo + gap·j/ways without overflowing the integer type; nondecreasing in j.
+        points = lo_bits + (gap // ways) * j + ((gap % ways) * j) // ways
+        below = jnp.sum(F(to_float(points)) < 0)  # F is nondecreasing: a prefix is < 0
+        ends = jnp.concatenate([lo_bits[None], points, hi_bits[None]])
+        return ends[below], ends[below + 1]
 
     start = jnp.where(some_kink_passes, 0.0, last).astype(eta.dtype)
     bits = jax.lax.bitcast_convert_type(jnp.stack([start, last]), itype)
@@ -254,7 +289,8 @@ def _bracket_by_bisection(eta, jump, rows, c, h):
     return to_float(lo_bits)
 
 
-_BRACKETS = {"sort": _bracket_by_sort, "bisect": _bracket_by_bisection}
+_BRACKETS = {"sort": _bracket_by_sort, "bisect": _bracket_by_bisection,
+             "multisect": _bracket_by_multisection}
 
 
 def wolfe_line_search(phi, c1=1e-4, c2=0.9, eta0=1.0, max_evals=50) -> LineSearchResult:

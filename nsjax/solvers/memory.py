@@ -31,6 +31,8 @@ class LBFGSState(NamedTuple):
     rho: jax.Array  # (m,), 1 / sᵀy, 0 for empty slots
     head: jax.Array  # index of the slot the next pair goes to
     count: jax.Array  # number of pairs stored (≤ m)
+    sy: jax.Array  # (m, m): s_iᵀ y_j, for the compact form
+    yy: jax.Array  # (m, m): y_iᵀ y_j
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,12 @@ class LBFGSMemory:
     ``scaling=False`` keeps B₀ = I (Alg. 1) instead of the secant scaling: on small, very
     nonsmooth problems the ratio sᵀy / yᵀy jumps with every kink crossed and shrinks steps.
 
+    ``form`` says how B v is computed: "two-loop" (`apply_two_loop`, 4m dependent vector
+    operations), "compact" (`apply_compact`, two products with the memories and a small
+    triangular solve; its update keeps SᵀY and YᵀY, one more pass over the memories), or
+    "auto": the two-loop on CPUs, the compact form elsewhere, where the two-loop's many
+    small kernels cost their launches. Both give B v to rounding.
+
     Example:
         >>> import nsjax
         >>> solver = nsjax.solvers.SubLBFGS(memory=nsjax.solvers.LBFGSMemory(5, scaling=False))
@@ -47,10 +55,13 @@ class LBFGSMemory:
 
     m: int = 15
     scaling: bool = True
+    form: str = "auto"
 
     def __post_init__(self):
         if not (isinstance(self.m, int) and self.m >= 1):
             raise ValueError(f"memory must be an int >= 1; got {self.m!r}.")
+        if self.form not in ("auto", "two-loop", "compact"):
+            raise ValueError(f"form must be 'auto', 'two-loop' or 'compact'; got {self.form!r}.")
 
     def check(self, problem):
         """Any weight shape works."""
@@ -58,11 +69,27 @@ class LBFGSMemory:
     def init(self, w):
         """The empty memory (B = I) for weights shaped like w."""
         z = jnp.zeros((self.m,) + w.shape, w.dtype)
+        zm = jnp.zeros((self.m, self.m), w.dtype)
         return LBFGSState(z, z, jnp.zeros(self.m, w.dtype), jnp.zeros((), jnp.int32),
-                          jnp.zeros((), jnp.int32))
+                          jnp.zeros((), jnp.int32), zm, zm)
+
+    def _gamma(self, mem, sy, yy):
+        """B₀ = γ I: γ = sᵀy / yᵀy of the newest pair (1 without pairs or scaling)."""
+        if not self.scaling:
+            return jnp.ones((), mem.rho.dtype)  # B₀ = I, as in Alg. 1 of paper 000
+        return jnp.where(mem.count > 0, sy / jnp.where(yy > 0, yy, 1.0), 1.0)
 
     def apply(self, mem: LBFGSState, v):
-        """B v by the two-loop recursion; empty slots have rho = 0 and contribute nothing."""
+        """B v, in this memory's ``form``."""
+        if self.form == "auto":
+            return jax.lax.platform_dependent(mem, v, cpu=self.apply_two_loop,
+                                              default=self.apply_compact)
+        return {"two-loop": self.apply_two_loop, "compact": self.apply_compact}[self.form](
+            mem, v)
+
+    def apply_two_loop(self, mem: LBFGSState, v):
+        """B v by the two-loop recursion (Nocedal and Wright, Alg. 7.4); empty slots have
+        rho = 0 and contribute nothing."""
         m = self.m
         newest_first = (mem.head - 1 - jnp.arange(m)) % m
         newest = newest_first[0]
@@ -72,38 +99,89 @@ class LBFGSMemory:
             return q - a * mem.y[i], a
 
         q, alphas = jax.lax.scan(backward, v, newest_first)
-        sy = jnp.vdot(mem.s[newest], mem.y[newest])
-        yy = jnp.vdot(mem.y[newest], mem.y[newest])
-        gamma = jnp.where(mem.count > 0, sy / jnp.where(yy > 0, yy, 1.0), 1.0)
-        if not self.scaling:
-            gamma = jnp.ones_like(gamma)  # B₀ = I, as in Alg. 1 of paper 000
 
         def forward(r, ia):
             i, a = ia
             b = mem.rho[i] * jnp.vdot(mem.y[i], r)
             return r + (a - b) * mem.s[i], None
 
+        gamma = self._gamma(mem, jnp.vdot(mem.s[newest], mem.y[newest]),
+                            jnp.vdot(mem.y[newest], mem.y[newest]))
         r, _ = jax.lax.scan(forward, gamma * q, (newest_first[::-1], alphas[::-1]))
         return r
+
+    def apply_compact(self, mem: LBFGSState, v):
+        """B v by the compact representation (Byrd, Nocedal and Schnabel 1994, eq. 3.1;
+        Nocedal and Wright eq. 7.24): B = γI + [S γY] M [S γY]ᵀ with the 2m × 2m middle
+        matrix M from R = triu(SᵀY) and D = diag(SᵀY), in chronological order.
+
+        With p = Sᵀv, q = Yᵀv and r = R⁻¹p: B v = γ(v − Y r) + S R⁻ᵀ((D + γYᵀY) r − γq).
+        Two products with the (m, d) memories and O(m²) work between them, where the
+        two-loop recursion makes 4m dependent vector operations: on a GPU each of those
+        costs a launch. Empty slots are masked out of p, q, R and D (their R block is the
+        identity, so they stay decoupled from the rest)."""
+        m = self.m
+        hi = jax.lax.Precision.HIGHEST
+        S, Y = mem.s.reshape(m, -1), mem.y.reshape(m, -1)
+        order = (mem.head + jnp.arange(m)) % m  # oldest first; empty slots come first
+        valid = (mem.rho != 0)[order]
+        both = valid[:, None] & valid[None, :]
+        p = jnp.where(valid, jnp.matmul(S, v.ravel(), precision=hi)[order], 0.0)
+        q = jnp.where(valid, jnp.matmul(Y, v.ravel(), precision=hi)[order], 0.0)
+        sy = mem.sy[order][:, order]
+        R = jnp.where(both & (jnp.arange(m)[:, None] <= jnp.arange(m)), sy, 0.0)
+        R = R + jnp.diag(jnp.where(valid, 0.0, 1.0).astype(R.dtype))
+        D = jnp.where(valid, jnp.diagonal(sy), 0.0)
+        YY = jnp.where(both, mem.yy[order][:, order], 0.0)
+        gamma = self._gamma(mem, sy[m - 1, m - 1], mem.yy[order[m - 1], order[m - 1]])
+        solve = jax.scipy.linalg.solve_triangular
+        r = solve(R, p, lower=False)
+        a = solve(R, D * r + gamma * (jnp.matmul(YY, r, precision=hi) - q), trans="T",
+                  lower=False)
+        back = (jnp.arange(m) - mem.head) % m  # slot i's place in `order`
+        Bv = gamma * v.ravel() + jnp.matmul(a[back], S, precision=hi) - gamma * jnp.matmul(
+            r[back], Y, precision=hi)
+        return Bv.reshape(v.shape)
 
     def update(self, mem: LBFGSState, s, y, accept):
         """Store (s, y) if ``accept`` and the curvature is large enough.
 
         Returns (mem, curvature_too_small). Only the written slot is selected on, so a
-        step costs O(d), not a copy of the whole (m, d) memory.
+        step costs O(d), not a copy of the whole (m, d) memory. For the compact form the
+        products SᵀY and YᵀY get the new pair's row and column (one pass over the memories;
+        the two-loop form leaves them alone).
         """
         curvature = curvature_ok(s, y)
         ok = accept & curvature
         head = mem.head
+        S = mem.s.at[head].set(jnp.where(ok, s, mem.s[head]))
+        Y = mem.y.at[head].set(jnp.where(ok, y, mem.y[head]))
+        args = (mem.sy, mem.yy, S, Y, s, y, head)
+        if self.form == "auto":
+            sy, yy = jax.lax.platform_dependent(*args, cpu=lambda sy, yy, *_: (sy, yy),
+                                                default=self._products)
+        elif self.form == "compact":
+            sy, yy = self._products(*args)
+        else:
+            sy, yy = mem.sy, mem.yy
         new = LBFGSState(
-            mem.s.at[head].set(jnp.where(ok, s, mem.s[head])),
-            mem.y.at[head].set(jnp.where(ok, y, mem.y[head])),
+            S, Y,
             mem.rho.at[head].set(jnp.where(ok, 1.0 / jnp.where(ok, jnp.vdot(s, y), 1.0),
                                            mem.rho[head])),
             jnp.where(ok, (head + 1) % self.m, head),
             jnp.where(ok, jnp.minimum(mem.count + 1, self.m), mem.count),
+            jnp.where(ok, sy, mem.sy), jnp.where(ok, yy, mem.yy),
         )
         return new, ~curvature
+
+    def _products(self, sy, yy, S, Y, s, y, head):
+        """SᵀY and YᵀY with the new pair (s, y) in slot ``head`` of S and Y."""
+        hi = jax.lax.Precision.HIGHEST
+        Sy = jnp.matmul(S.reshape(self.m, -1), y.ravel(), precision=hi)  # s_iᵀ y
+        Ys, Yy = jnp.matmul(Y.reshape(self.m, -1), jnp.stack([s.ravel(), y.ravel()], 1),
+                            precision=hi).T  # y_iᵀ s, y_iᵀ y
+        return (sy.at[:, head].set(Sy).at[head, :].set(Ys),
+                yy.at[:, head].set(Yy).at[head, :].set(Yy))
 
     def reset(self, mem: LBFGSState, when):
         """Forget every pair (B = I) where ``when``: zero weights, nothing copied."""
