@@ -16,6 +16,10 @@ import jax
 address = os.environ.get("NSJAX_COORDINATOR", "localhost:12355")
 jax.distributed.initialize(coordinator_address=address, num_processes=1, process_id=0)
 
+# float64, as nsjax's command line uses: in float32 the default tol (1e-6) is near the
+# rounding floor of the bundle phase's certificate, and runs can end `stalled` just above it.
+jax.config.update("jax_enable_x64", True)
+
 import nsjax  # noqa: E402
 
 mesh = jax.make_mesh((jax.device_count(),), ("rows",))  # all devices of all hosts
