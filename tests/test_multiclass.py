@@ -179,14 +179,17 @@ def _vertex_sup(prob, W, P, vertices_per_example):
     return best
 
 
-@pytest.mark.parametrize("kind", ["multiclass", "multilabel"])
+@pytest.mark.parametrize("kind", ["multiclass", "multiclass-slack", "multilabel"])
 @pytest.mark.parametrize("seed", range(4))
 def test_oracle_attains_sup_and_is_a_subgradient(kind, seed):
     rng = np.random.default_rng(seed)
     n, d, K = 6, 3, 3
-    if kind == "multiclass":
+    if kind.startswith("multiclass"):
         X, y = random_multiclass(rng, n, d, K, integer=True)
-        prob = nsjax.Problem(MC(), L2(0.1), X, y)
+        # Slack rescaling with label losses of 1 and 2 (integers keep the ties frequent).
+        loss = (MC(delta=rng.integers(1, 3, size=(K, K)) * (1 - np.eye(K)), rescaling="slack")
+                if kind.endswith("slack") else MC())
+        prob = nsjax.Problem(loss, L2(0.1), X, y)
     else:
         X, y = random_multilabel(rng, n, d, K, integer=True)
         prob = nsjax.Problem(ML(), L2(0.1), X, y)

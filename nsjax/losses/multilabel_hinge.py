@@ -88,8 +88,12 @@ class MultilabelHinge(MultilabelLabels, Loss):
     def argsup(self, S, dS, Y):
         """A single steepest worst pair per example (eq. 53)."""
         rate = jnp.where(near_max(self._values(S, Y)), self._slopes(dS, Y), -jnp.inf)
-        pick = jax.nn.one_hot(jnp.argmax(rate, axis=1), rate.shape[1], dtype=S.dtype)
-        return self._score_grad(S, pick)
+        # `_score_grad` of the one-hot pick of pair (z, z'), written out: e_z' − e_z (the
+        # same numbers, without its two sums over (n, K, K)).
+        z, z_prime = jnp.divmod(jnp.argmax(rate, axis=1), S.shape[1])
+        labels = jnp.arange(S.shape[1])
+        return ((labels == z_prime[:, None]).astype(S.dtype)
+                - (labels == z[:, None]).astype(S.dtype)) / S.shape[0]
 
     def lines(self, S, dS, Y):
         """Up to K² lines per example along S + η dS (eq. 54), masked pairs at −inf."""
