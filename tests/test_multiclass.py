@@ -321,3 +321,17 @@ def test_multiclass_sweep_and_float32():
     s32 = nsjax.solve(p32, nsjax.solvers.SubLBFGS(), max_steps=200, tol=1e-4)
     assert s32.w.dtype == jnp.float32 and s32.w.shape == (4, 3)
     assert abs(float(s32.value) - float(sols.value[0])) <= 1e-3 * float(sols.value[0])
+
+
+@pytest.mark.parametrize("K", [1, 2, 26, 64, 65])
+def test_row_argmax_is_the_first_maximum_of_each_row(K):
+    # The oracles' argmax (by columns on CPUs up to 64 columns, jnp.argmax beyond): the
+    # first index of each row's maximum, with many ties and rows of -inf.
+    from nsjax.losses.base import row_argmax
+
+    rng = np.random.default_rng(K)
+    x = rng.integers(-2, 3, size=(300, K)).astype(float)
+    x[rng.random(x.shape) < 0.3] = -np.inf
+    x[:5] = -np.inf
+    got = np.asarray(jax.jit(row_argmax)(jnp.asarray(x)))
+    np.testing.assert_array_equal(got, np.argmax(x, axis=1))

@@ -104,6 +104,32 @@ def near_max(b: jax.Array) -> jax.Array:
     return (top - b <= active_tol(top)) | (b == top)  # b == top: rows of −inf only
 
 
+#: `row_argmax` compares columns one by one up to this many columns (then `jnp.argmax`).
+ROW_ARGMAX_UNROLL = 64
+
+
+def row_argmax(x: jax.Array) -> jax.Array:
+    """``jnp.argmax(x, axis=1)`` for an (n, K) x without NaN: each row's first maximum.
+
+    On CPUs, for K ≤ `ROW_ARGMAX_UNROLL`, as K − 1 comparisons of whole columns: XLA's CPU
+    backend runs a (value, index) reduction over a short minor axis fused with its producer
+    one element at a time, and the multiclass oracle's argmax (16,000 × 26 rates) took 0.9
+    ms that way against 0.3 ms by columns. Elsewhere `jnp.argmax` (the same indices).
+    """
+    if x.shape[1] > ROW_ARGMAX_UNROLL:
+        return jnp.argmax(x, axis=1)
+
+    def by_columns(x):
+        top, index = x[:, 0], jnp.zeros(x.shape[0], jnp.int32)
+        for k in range(1, x.shape[1]):
+            better = x[:, k] > top  # strict: ties keep the first index, as jnp.argmax
+            top, index = jnp.where(better, x[:, k], top), jnp.where(better, k, index)
+        return index
+
+    return jax.lax.platform_dependent(
+        x, cpu=by_columns, default=lambda x: jnp.argmax(x, axis=1).astype(jnp.int32))
+
+
 class Weighted:
     """A loss whose examples may carry weights cᵢ ≥ 0 (``Problem(..., sample_weight=c)``):
     R(S) = (1/n) Σᵢ cᵢ ℓ(Sᵢ, yᵢ). Every formula then replaces the 1/n of example i by its

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nsjax.losses.base import Loss, active_tol, near_max, snap_to_max
+from nsjax.losses.base import Loss, active_tol, near_max, row_argmax, snap_to_max
 from nsjax.losses.labels import is_traced
 
 
@@ -95,7 +95,7 @@ class MaxAffine(Loss):
             return self._vertex(S, dS)
         active = self._active(S)
         rate = jnp.where(active, self.slopes * dS[:, None], -jnp.inf)
-        j = jnp.argmax(rate, axis=1)
+        j = row_argmax(rate)
         return jnp.take_along_axis(self.slopes, j[:, None], 1)[:, 0] * self._scale(S.shape[0])
 
     def lines(self, S, dS, y=None):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.base import Loss, Weighted, active_tol, near_max, snap_to_max
+from nsjax.losses.base import Loss, Weighted, active_tol, near_max, row_argmax, snap_to_max
 from nsjax.losses.labels import MulticlassLabels, checked_delta
 from nsjax.losses.max_affine_certificate import Pieces, max_affine_dual_certificate
 
@@ -104,7 +104,7 @@ class MulticlassHinge(MulticlassLabels, Weighted, Loss):
         """Among Z_i*, the label steepest along dS (eq. 41)."""
         # eq. 41: among Z_i*, the label steepest along the direction.
         rate = jnp.where(near_max(self._values(S, y)), self._slopes(S, dS, y), -jnp.inf)
-        z = jnp.argmax(rate, axis=1)
+        z = row_argmax(rate)
         # `_score_grad` of the one-hot pick, written out: coef_z (e_z − e_{z_i}) per example.
         # The same numbers, without its sum over labels (on CPUs a third of the oracle).
         labels = jnp.arange(S.shape[1])

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.base import Loss, near_max, snap_to_max
+from nsjax.losses.base import Loss, near_max, row_argmax, snap_to_max
 from nsjax.losses.labels import MultilabelLabels, checked_delta
 from nsjax.losses.max_affine_certificate import Pieces, max_affine_dual_certificate
 
@@ -90,7 +90,7 @@ class MultilabelHinge(MultilabelLabels, Loss):
         rate = jnp.where(near_max(self._values(S, Y)), self._slopes(dS, Y), -jnp.inf)
         # `_score_grad` of the one-hot pick of pair (z, z'), written out: e_z' − e_z (the
         # same numbers, without its two sums over (n, K, K)).
-        z, z_prime = jnp.divmod(jnp.argmax(rate, axis=1), S.shape[1])
+        z, z_prime = jnp.divmod(row_argmax(rate), S.shape[1])
         labels = jnp.arange(S.shape[1])
         return ((labels == z_prime[:, None]).astype(S.dtype)
                 - (labels == z[:, None]).astype(S.dtype)) / S.shape[0]
