@@ -3,10 +3,10 @@
 `nsjax.solvers.line_search.exact_line_search` finds the kink before η* either by sorting all
 kinks ("sort", Alg. 3 of the subLBFGS paper), by bisecting F on the floats' bit patterns
 ("bisect", one O(n) pass per halving: 32 passes in float32, 64 in float64), or by cutting
-the bracket into ``MULTISECT_WAYS`` pieces a pass ("multisect": ≤ 7 passes in float32, ≤ 13
-in float64, each evaluating F at 31 points). "auto" picks one per platform and shape; this
-script measures where each is faster. Then, at the largest n ≤ 2²⁰ of each r, the
-multisection with 8, 16, 64 and 128 pieces a pass.
+the bracket into ``MULTISECT_WAYS`` = 16 pieces a pass ("multisect": ≤ 8 passes in float32,
+≤ 16 in float64, each evaluating F at 15 points). "auto" picks one per platform and shape;
+this script measures where each is faster. Then, at the largest n ≤ 2²⁰ of each r, the
+multisection with 8, 32, 64 and 128 pieces a pass.
 
 For each dtype, r lines per example (r = 2: a binary hinge's two lines; r = 26: a
 Crammer–Singer line per class, as on Letter) and n, random lines (offsets and slopes
@@ -42,7 +42,7 @@ from dense_step import best_of  # noqa: E402
 
 REPEATS = 20
 BRACKETS = ("sort", "bisect", "multisect")
-WAYS = (8, 16, 64, 128)
+WAYS = (8, 32, 64, 128)  # other than MULTISECT_WAYS
 WAYS_AT = 2**20  # the largest n at most this gets the multisection's other ways
 SIZES = {2: [2**k for k in range(10, 23, 2)], 26: [2**k for k in range(8, 17, 2)]}
 QUICK_SIZES = {2: [2**10, 2**14], 26: [2**8, 2**10]}

@@ -111,9 +111,10 @@ class LBFGSMemory:
         return r
 
     def apply_compact(self, mem: LBFGSState, v):
-        """B v by the compact representation (Byrd, Nocedal and Schnabel 1994, eq. 3.1;
-        Nocedal and Wright eq. 7.24): B = γI + [S γY] M [S γY]ᵀ with the 2m × 2m middle
-        matrix M from R = triu(SᵀY) and D = diag(SᵀY), in chronological order.
+        """B v by the compact representation of the inverse BFGS matrix (Byrd, Nocedal
+        and Schnabel, Math. Programming 63, 1994): B = γI + [S γY] M [S γY]ᵀ with the
+        2m × 2m middle matrix M from R = triu(SᵀY) and D = diag(SᵀY), in chronological
+        order (checked against the dense BFGS recursion in tests/test_memory.py).
 
         With p = Sᵀv, q = Yᵀv and r = R⁻¹p: B v = γ(v − Y r) + S R⁻ᵀ((D + γYᵀY) r − γq).
         Two products with the (m, d) memories and O(m²) work between them, where the

@@ -77,7 +77,7 @@ class SubLBFGS(Solver):
         c1, c2: the subgradient Wolfe constants of (16), for "wolfe" and "auto".
         stall_tol: stop (RESULTS.stalled) when J's relative decrease averaged over the last
             5 steps is below this (the paper's rule, Sec. 7, footnote 6).
-        scaling: for an int ``memory``: start the two-loop recursion from (sᵀy / yᵀy) I
+        scaling: for an int ``memory``: start B from B₀ = (sᵀy / yᵀy) I
             (Nocedal and Wright); False keeps B₀ = I as Alg. 1 does, which behaves better
             when memory is large and the problem small and very nonsmooth.
         certified_subgradient: take g_{t+1} as the subgradient the exact line search
