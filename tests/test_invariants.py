@@ -45,12 +45,15 @@ SWEEP_STEPS = 400
 LOOSE = 0.1  # the tolerance of the one-compile-per-shape runs
 #: Registry rows whose eager run test_jit_equals_no_jit skips, and the rows with their
 #: paths: a memory size and scaling flag; per-example smoothing weights; the two phases
-#: (the Hybrid's first two steps are subLBFGS's); Alg. 1 on another adjoint (the chain
+#: (the Hybrid's first two steps are subLBFGS's); the GPU's form of B v and bracket (each
+#: run eagerly in its own tests); Alg. 1 on another adjoint (the chain
 #: dual's maps are pure jnp functions, tested against references in test_chains.py and
 #: test_chain_projection.py; eagerly, the projection's Newton loops alone take 20 s).
 EAGER_COVERED_BY = {"SubLBFGS-m64-unscaled": "SubLBFGS",
                     "AGMEF-primal-optimized": "AGMEF-primal",
                     "Hybrid": "SubLBFGS, BMRM",
+                    # its two parts run eagerly in test_memory.py and test_line_search.py
+                    "Hybrid-gpu-paths": "Hybrid",
                     "BMRM-exact": "BMRM, SubLBFGS (the exact line search)",
                     "Pragam-chain": "Pragam"}
 #: Rows that only set numbers of another row (a memory size and a flag of SubLBFGS): the

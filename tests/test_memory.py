@@ -35,7 +35,10 @@ def test_lbfgs_apply_equals_the_bfgs_recursion(form, shape, scaling, dtype):
     rng = np.random.default_rng(sum(shape) + scaling)
     memory = LBFGSMemory(5, scaling=scaling, form=form)
     mem = memory.init(jnp.zeros(shape, dtype))
-    update, apply = jax.jit(memory.update), jax.jit(memory.apply)
+    # Jitted, and eagerly for one shape (each op dispatched on its own).
+    eager = shape == (7,) and dtype == np.float64
+    update, apply = ((memory.update, memory.apply) if eager
+                     else (jax.jit(memory.update), jax.jit(memory.apply)))
     held = []
     for k in range(23):
         s = rng.normal(size=shape)

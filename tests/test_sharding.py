@@ -58,7 +58,7 @@ def test_a_sharded_sweep_equals_the_solves(runs):
 
 def test_the_multihost_example_runs_on_one_host():
     # examples/multihost.py as the guide shows it: jax.distributed with one process, here
-    # over 8 devices.
+    # over 2 devices (8 take twice as long; the 8-device results are checked above).
     import socket
 
     with socket.socket() as s:
@@ -66,11 +66,11 @@ def test_the_multihost_example_runs_on_one_host():
         port = s.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": str(HERE.parent),
            "NSJAX_COORDINATOR": f"localhost:{port}",
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
     done = subprocess.run([sys.executable, str(HERE.parent / "examples" / "multihost.py")],
                           env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "processes 1, devices 8" in done.stdout and "successful" in done.stdout
+    assert "processes 1, devices 2" in done.stdout and "successful" in done.stdout
 
 
 def test_shard_refuses_rows_that_do_not_split_evenly(runs):
