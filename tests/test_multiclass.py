@@ -335,3 +335,9 @@ def test_row_argmax_is_the_first_maximum_of_each_row(K):
     x[:5] = -np.inf
     got = np.asarray(jax.jit(row_argmax)(jnp.asarray(x)))
     np.testing.assert_array_equal(got, np.argmax(x, axis=1))
+    # As lowered for a GPU (no GPU needed to lower) it is jnp.argmax, a reduction; on CPUs
+    # the column comparisons, no reduction, up to 64 columns.
+    traced = jax.jit(row_argmax).trace(jnp.asarray(x))
+    for platform, reduces in (("cuda", True), ("cpu", K > 64)):
+        program = traced.lower(lowering_platforms=(platform,)).as_text()
+        assert ("stablehlo.reduce" in program) == reduces, platform
