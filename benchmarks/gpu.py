@@ -323,7 +323,7 @@ def report(res: dict) -> list[str]:
             p = sp["profile_float32"]
             lines.append("subLBFGS step split, float32 (ms): " + ", ".join(
                 f"{k} {p[k]:.2f}" for k in (
-                    "step_in_loop", "step", "Xw", "Xtu", "direction", "twoloop", "Bv_two_loop",
+                    "step_in_loop", "step", "Xw", "Xtu", "direction", "Bv", "Bv_two_loop",
                     "Bv_compact", "line_search", "ls_sort", "ls_bisect", "ls_multisect",
                     "subgradient", "commit", "dual") if k in p)
                          + f"; sort == bisect: {p.get('eta_sort_equals_bisect')}, multisect == "

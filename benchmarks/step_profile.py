@@ -71,7 +71,7 @@ MULTICLASS_LAMS = (1e-3, 1e-5)
 DTYPES = {"float64": np.float64, "float32": np.float32}
 # (key, label) of the stacked parts, in order; their sum is the whole step
 STACK = [("dir_Xp", "direction: X p"), ("dir_Xtu", "direction: Xᵀu"),
-         ("dir_twoloop", "direction: two-loop"), ("dir_rest", "direction: rest"),
+         ("dir_Bv", "direction: B v"), ("dir_rest", "direction: rest"),
          ("dual", "dual value"), ("line_search", "line search (auto)"),
          ("subgrad_Xtu", "new subgradient: Xᵀu"), ("subgrad_rest", "new subgradient: rest"),
          ("commit", "memory update"), ("bookkeeping", "bookkeeping")]
@@ -98,7 +98,7 @@ def profile(prob, solver):
 
     r["Xw"], _ = best_ms(jax.jit(lambda p, w: p.scores(w)), prob, w)
     r["Xtu"], _ = best_ms(jax.jit(lambda p, u: p.rmv(u)), prob, state.u)
-    r["twoloop"], _ = best_ms(jax.jit(lambda m, g: memory.apply(m, g)), state.mem, state.g)
+    r["Bv"], _ = best_ms(jax.jit(lambda m, g: memory.apply(m, g)), state.mem, state.g)
     for form in ("two_loop", "compact"):  # each form alone (times only: a CPU state has no
         # SᵀY for the compact form)
         r[f"Bv_{form}"], _ = best_ms(jax.jit(getattr(memory, f"apply_{form}")), state.mem,
@@ -108,9 +108,9 @@ def profile(prob, solver):
                                     solver.eps, solver.k_max)), prob, state)
     k = int(d.iterations)
     r["direction_iterations"] = k
-    r["dir_Xp"], r["dir_Xtu"], r["dir_twoloop"] = ((1 + k) * r["Xw"], k * r["Xtu"],
-                                                    (1 + k) * r["twoloop"])
-    r["dir_rest"] = r["direction"] - r["dir_Xp"] - r["dir_Xtu"] - r["dir_twoloop"]
+    r["dir_Xp"], r["dir_Xtu"], r["dir_Bv"] = ((1 + k) * r["Xw"], k * r["Xtu"],
+                                                    (1 + k) * r["Bv"])
+    r["dir_rest"] = r["direction"] - r["dir_Xp"] - r["dir_Xtu"] - r["dir_Bv"]
     r["dual"], _ = best_ms(jax.jit(
         lambda p, d, S: p.dual_value(d.ubar, S=S, Xtu=d.gbar - d.rbar)), prob, d, S)
     search = {}
@@ -161,11 +161,11 @@ def rows(r):
     """(part, ms) lines of the table, in print order."""
     k = r["direction_iterations"]
     return [("X w (alone)", r["Xw"]), ("Xᵀu (alone)", r["Xtu"]),
-            ("B v (alone)", r["twoloop"]), ("  two-loop form", r["Bv_two_loop"]),
+            ("B v (alone)", r["Bv"]), ("  two-loop form", r["Bv_two_loop"]),
             ("  compact form", r["Bv_compact"]),
             (f"direction (k = {k})", r["direction"]),
             (f"  X p, est. {1 + k} x", r["dir_Xp"]), (f"  Xᵀu, est. {k} x", r["dir_Xtu"]),
-            (f"  B v, est. {1 + k} x", r["dir_twoloop"]), ("  rest", r["dir_rest"]),
+            (f"  B v, est. {1 + k} x", r["dir_Bv"]), ("  rest", r["dir_rest"]),
             ("dual value", r["dual"]),
             (f"line search ({r['line_search_bracket']})", r["line_search"]),
             ("  sort bracket", r["ls_sort"]), ("  bisect bracket", r["ls_bisect"]),

@@ -129,12 +129,12 @@ class LBFGSMemory:
         both = valid[:, None] & valid[None, :]
         p = jnp.where(valid, jnp.matmul(S, v.ravel(), precision=hi)[order], 0.0)
         q = jnp.where(valid, jnp.matmul(Y, v.ravel(), precision=hi)[order], 0.0)
-        sy = mem.sy[order][:, order]
+        sy, yy = mem.sy[order][:, order], mem.yy[order][:, order]
         R = jnp.where(both & (jnp.arange(m)[:, None] <= jnp.arange(m)), sy, 0.0)
         R = R + jnp.diag(jnp.where(valid, 0.0, 1.0).astype(R.dtype))
         D = jnp.where(valid, jnp.diagonal(sy), 0.0)
-        YY = jnp.where(both, mem.yy[order][:, order], 0.0)
-        gamma = self._gamma(mem, sy[m - 1, m - 1], mem.yy[order[m - 1], order[m - 1]])
+        YY = jnp.where(both, yy, 0.0)
+        gamma = self._gamma(mem, sy[-1, -1], yy[-1, -1])  # the newest pair is last
         solve = jax.scipy.linalg.solve_triangular
         r = solve(R, p, lower=False)
         a = solve(R, D * r + gamma * (jnp.matmul(YY, r, precision=hi) - q), trans="T",
