@@ -24,7 +24,14 @@ Each product is checked against scipy's (float64) to float32's reach. Output: a 
 of the layout, GB/s it reaches against the measured read bandwidth) and
 ``<out>/gpu_products.json``.
 
-    python benchmarks/gpu_products.py [--n N] [--out DIR]
+``--split`` times instead where nsjax's own layouts (the row head for X p, the buckets for
+Xᵀu, as a GPU gets them) spend their time: the product; the *stream* alone (every stored
+value summed by row: the same reads of the values, no gather of v); the *gather* alone (v
+at every stored index summed by row: the index reads and the gather, no values). It also
+counts the 32-byte sectors of v that the gathers touch (8 float32 entries each, per row of
+the layout), the traffic a gather makes in the GPU's L2 cache where v fits in it.
+
+    python benchmarks/gpu_products.py [--n N] [--out DIR] [--split]
 """
 
 from __future__ import annotations
@@ -105,10 +112,55 @@ def candidates(M: sp.csr_matrix, gpu: bool):
                                               shape=M.shape), bcsr_mv
 
 
+@jax.jit
+def stream_only(c, v):
+    """Σ of the stored values by row: the product's reads of the values, no gather."""
+    del v
+    return c._rows_sum(lambda value, index: value)
+
+
+@jax.jit
+def gather_only(c, v):
+    """Σ of v at the stored indices by row: the index reads and the gather, no values."""
+    return c._rows_sum(lambda value, index: v.at[index].get(mode="promise_in_bounds"))
+
+
+def sectors_per_entry(M: sp.csr_matrix, per: int = 8) -> float:
+    """The distinct (row, 32-byte sector of v) pairs a gather of v at M's indices touches,
+    per stored entry (v in float32: 8 entries a sector)."""
+    row = np.repeat(np.arange(M.shape[0], dtype=np.int64), np.diff(M.indptr))
+    return np.unique(row * (M.shape[1] // per + 1) + M.indices // per).size / max(M.nnz, 1)
+
+
+def split(X: sp.csr_matrix, bw: float, res: dict) -> None:
+    """``--split``: the product, stream and gather of nsjax's layouts (module docstring)."""
+    rng = np.random.default_rng(0)
+    for direction, M in (("X p", X.tocsr()), ("Xᵀu", X.T.tocsr())):
+        if direction == "X p":
+            L = head_width(np.diff(M.indptr))
+            layout, name = Chunks.from_csr(M, np.float32, head=L), f"row head (L={L}) + chunks"
+        else:
+            layout = Buckets.from_csr(M, np.float32)
+            name = f"length buckets ({len(layout.index)})"
+        v = jnp.asarray(rng.standard_normal(M.shape[1]), jnp.float32)
+        b, sectors = nbytes(layout), sectors_per_entry(M)
+        for part, fn in (("product", layout_mv), ("stream", stream_only),
+                         ("gather", gather_only)):
+            t = best_of(fn, layout, v, reps=REPEATS)
+            res["rows"].append({"product": direction, "layout": name, "part": part,
+                                "ms": 1e3 * t, "bytes": b, "of_read_bandwidth": b / t / bw,
+                                "v_sectors_per_nnz": sectors})
+            print(f"{direction:4s} {name:28s} {part:8s} {1e3 * t:8.3f} ms "
+                  f"({100 * b / t / bw:5.1f} % of read for the layout's {b / 1e9:.3f} GB; "
+                  f"{sectors:.3f} sectors of v per nonzero)", flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--split", action="store_true",
+                        help="nsjax's layouts: product, stream and gather alone")
     args = parser.parse_args(argv)
     dev = jax.devices()[0]
     gpu = dev.platform == "gpu"
@@ -117,6 +169,10 @@ def main(argv=None) -> None:
     res = {"device": f"{dev.platform}: {getattr(dev, 'device_kind', str(dev))}",
            "machine": machine(), "n": args.n, "nnz": int(X.nnz), "read_bandwidth": bw,
            "rows": []}
+    if args.split:
+        split(X, bw, res)
+        save_json(args.out / "gpu_products_split.json", res)
+        return
     rng = np.random.default_rng(0)
     for direction, M in (("X p", X.tocsr()), ("Xᵀu", X.T.tocsr())):
         v64 = rng.standard_normal(M.shape[1])
