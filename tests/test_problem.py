@@ -396,9 +396,10 @@ def test_buckets_group_rows_by_length():
 def test_the_gpu_layout_gives_the_same_solutions(monkeypatch, case):
     # The GPU's layout (rows with a head, columns in buckets), run on the CPU: the default
     # solvers of a sparse hinge problem in float32 (the GPU's dtype; the Hybrid: subLBFGS,
-    # then BMRM) and of an L1 logistic one in float64 (OBA, which also uses (X∘X)ᵀa) reach
-    # the solution of the chunks-only layout: the sums are the same up to their order
-    # (1e-10 in float64, 1e-4 in float32).
+    # then BMRM, here with the GPU's paths too: the compact B v and the multisection) and of
+    # an L1 logistic one in float64 (OBA, which also uses (X∘X)ᵀa) reach the solution of the
+    # chunks-only layout: the sums are the same up to their order (1e-10 in float64, 1e-4
+    # in float32).
     X, y = nsjax.datasets.synthetic_sparse(400, 60, 0.1, seed=4)
     loss, reg, dtype, tol, rtol = {
         "hinge-float32": (nsjax.losses.Hinge(), L2(1e-3), np.float32, 1e-5, 1e-4),
@@ -411,7 +412,11 @@ def test_the_gpu_layout_gives_the_same_solutions(monkeypatch, case):
         prob = nsjax.Problem(loss, reg, X, y, dtype=dtype)
         assert (prob.X.by_row.head_value is not None) == gpu
         assert isinstance(prob.X.by_col, nsjax.data.Buckets) == gpu
-        sols.append(nsjax.solve(prob, tol=tol))
+        solver = nsjax.solvers.Hybrid(sublbfgs=nsjax.solvers.SubLBFGS(
+            memory=nsjax.solvers.LBFGSMemory(15, form="compact"),
+            line_search=nsjax.solvers.ExactLineSearch("multisect")))
+        sols.append(nsjax.solve(prob, solver if gpu and dtype == np.float32 else None,
+                                tol=tol))
     a, b = sols
     assert a.result == b.result == nsjax.RESULTS.successful, (a.result, b.result)
     assert float(b.value) == pytest.approx(float(a.value), rel=rtol)
