@@ -587,7 +587,7 @@ class ElasticNet(RegressorMixin, _LinearModel):
     Example:
         >>> import numpy as np, nsjax.sklearn
         >>> rng = np.random.default_rng(0)
-        >>> X = rng.normal(size=(100, 5)); y = X @ [1.0, 0, 0, 2.0, 0] + 3.0
+        >>> X = rng.normal(size=(440, 5)); y = X @ [1.0, 0, 0, 2.0, 0] + 3.0
         >>> reg = nsjax.sklearn.ElasticNet(alpha=0.01, l1_ratio=1.0).fit(X, y)
         >>> np.flatnonzero(reg.coef_).tolist(), round(reg.intercept_, 1), reg.score(X, y) > 0.99
         ([0, 3], 3.0, True)
