@@ -11,6 +11,9 @@ import nsjax
 from nsjax import RESULTS
 
 SOLVER = nsjax.solvers.SubLBFGS(memory=10)
+#: For the hinge `_problem` (SubBFGS closes its gap; SubLBFGS stops short of 1e-9 there).
+#: The hinge tests share its compiled programs: one solve loop, one warm-started sweep.
+HINGE_SOLVER = nsjax.solvers.SubBFGS()
 
 
 def _problem(seed=0, lam=1e-2, n=60, d=8, dtype=None):
@@ -67,7 +70,7 @@ def test_hinge_sweep_values_within_certified_gaps():
     # runs down different kinks; both must still land within their certified gaps.
     prob = _problem()
     lams = np.logspace(-2, 0, 4)
-    solver = nsjax.solvers.SubBFGS()
+    solver = HINGE_SOLVER
     sols = nsjax.sweep(prob, lams, solver, max_steps=400, tol=1e-9)
     for i, lam in enumerate(lams):
         one = nsjax.solve(prob.with_lam(lam), solver, max_steps=400, tol=1e-9)
@@ -78,8 +81,9 @@ def test_hinge_sweep_values_within_certified_gaps():
 
 def test_history_records_value_best_and_gap_for_a_non_monotone_solver():
     # Paper 004's Hadamard problem: BMRM's J(w_t) = 1/(2λt) rises above J(w_0) = 0, so the
-    # best-so-far curve stays at 0 while the iterate curve does not.
-    prob = nsjax.datasets.hadamard_problem(16, 1.0)
+    # best-so-far curve stays at 0 while the iterate curve does not. (d = 64: test_bmrm.py's
+    # Hadamard tests' compiled program.)
+    prob = nsjax.datasets.hadamard_problem(64, 1.0)
     sol = nsjax.solve(prob, nsjax.solvers.BMRM(), max_steps=8, tol=0.0)
     t = np.arange(1, 9)
     np.testing.assert_allclose(np.asarray(sol.history.value), 1 / (2 * t), atol=1e-12)
@@ -98,7 +102,7 @@ def test_results_carry_their_messages():
 
 def test_runs_that_do_not_succeed_are_never_silent():
     prob = _problem()
-    solver = nsjax.solvers.BMRM()
+    solver = HINGE_SOLVER
     with pytest.warns(nsjax.ConvergenceWarning, match="max_steps_reached after 2 steps"):
         sol = nsjax.solve(prob, solver, max_steps=2)
     assert sol.result == RESULTS.max_steps_reached
@@ -139,12 +143,11 @@ def test_contract_errors_are_clear():
 
 
 def test_progress_reports_every_k_steps_and_changes_nothing(capsys, monkeypatch):
-    X, y, lam = random_binary(4, 60, 6)
-    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y)
-    quiet = nsjax.solve(prob, nsjax.solvers.SubLBFGS(), max_steps=40, tol=1e-12)
+    prob = _problem()
+    quiet = nsjax.solve(prob, HINGE_SOLVER, max_steps=40, tol=1e-12)
     monkeypatch.setattr(nsjax.loop._Progress, "delay", 0.0)
     monkeypatch.setattr(nsjax.loop._Progress, "interval", 0.0)
-    loud = nsjax.solve(prob, nsjax.solvers.SubLBFGS(), max_steps=40, tol=1e-12, progress=7)
+    loud = nsjax.solve(prob, HINGE_SOLVER, max_steps=40, tol=1e-12, progress=7)
     np.testing.assert_array_equal(np.asarray(quiet.w), np.asarray(loud.w))
     lines = capsys.readouterr().err.split("\r")[1:]
     steps = [int(line.split()[1]) for line in lines]
@@ -160,9 +163,9 @@ def test_max_steps_is_traced_and_the_history_cut_to_it():
     from nsjax.loop import _batch_jit, _run_jit, _sweep_jit, history_length
 
     prob = _problem()
-    short = nsjax.solve(prob, SOLVER, max_steps=3, tol=0.0)
+    short = nsjax.solve(prob, HINGE_SOLVER, max_steps=3, tol=0.0)
     compiled = _run_jit._cache_size()
-    long = nsjax.solve(prob, SOLVER, max_steps=40, tol=0.0)
+    long = nsjax.solve(prob, HINGE_SOLVER, max_steps=40, tol=0.0)
     assert _run_jit._cache_size() == compiled  # another budget, the same program
     assert short.history.value.shape == (3,) and long.history.value.shape == (40,)
     assert int(short.num_steps) == 3 and short.result == RESULTS.max_steps_reached
@@ -175,8 +178,10 @@ def test_max_steps_is_traced_and_the_history_cut_to_it():
     # Sweeps and batches: stacked histories, cut along their last axis.
     sweeps, batches = _sweep_jit._cache_size(), _batch_jit._cache_size()
     for k in (2, 5):
-        assert nsjax.sweep(prob, [0.1, 0.01], SOLVER, max_steps=k).history.gap.shape == (2, k)
-        assert nsjax.solve_batch([prob, prob], SOLVER, max_steps=k).history.gap.shape == (2, k)
+        assert nsjax.sweep(prob, [0.1, 0.01], HINGE_SOLVER,
+                           max_steps=k).history.gap.shape == (2, k)
+        assert nsjax.solve_batch([prob, prob], HINGE_SOLVER,
+                                 max_steps=k).history.gap.shape == (2, k)
     assert _sweep_jit._cache_size() - sweeps <= 1 and _batch_jit._cache_size() - batches <= 1
     # The buffer: at least 2048, at most 1/8 more than max_steps, then one of 8 per octave.
     assert history_length(1) == history_length(2048) == 2048
