@@ -9,13 +9,19 @@ from reference import cvxpy_optimum, random_binary
 
 import nsjax
 from nsjax.projections import project_simplex
-from nsjax.solvers.simplex_qp import simplex_qp_objective, solve_simplex_qp
+from nsjax.solvers.simplex_qp import simplex_qp_objective
+from nsjax.solvers.simplex_qp import solve_simplex_qp as _solve_simplex_qp
 
 VARIANTS = {
     "qp": nsjax.solvers.BMRM(),
     "qp-exact-ls": nsjax.solvers.BMRM(line_search="exact"),
     "ls": nsjax.solvers.LineSearchBMRM(),
 }
+
+
+# Compiled as BMRM runs it: one program per bundle size (λ traced). Called eagerly, each
+# call traced and compiled its loops anew.
+solve_simplex_qp = jax.jit(_solve_simplex_qp, static_argnames="iterations")
 
 
 def _check_history(sol, J_star, prob):
@@ -139,7 +145,8 @@ def test_simplex_qp_is_exact_on_degenerate_bundles(seed):
                                   / lam - b[mask] @ a), [a >= 0, cp.sum(a) == 1])
     prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
     alpha = np.asarray(solve_simplex_qp(jnp.asarray(Q), jnp.asarray(b), lam,
-                                        jnp.asarray(mask), jnp.ones(c) / c, 300))
+                                        jnp.asarray(mask), jnp.ones(c) / c,
+                                        iterations=300))
     assert np.all(alpha >= 0) and abs(alpha.sum() - 1) <= 1e-12 and np.all(alpha[~mask] == 0)
     ours = float(simplex_qp_objective(jnp.asarray(alpha), jnp.asarray(Q), jnp.asarray(b), lam))
     assert abs(ours - prob.value) <= 1e-8 * max(1.0, abs(prob.value))
@@ -178,8 +185,11 @@ def test_logistic_gap_falls_linearly():
 @pytest.mark.parametrize(("dtype", "lam"), [(jnp.float32, 1e8), (jnp.float64, 1e20)])
 def test_huge_lam_keeps_the_bound_valid(dtype, lam):
     # λ huge against ‖X‖²: the QP's gradient steps are huge, and the projection's rounding
-    # used to leave the simplex, giving D(α) > J (a negative "certified" gap).
-    X, y, _ = random_binary(0, 40, 5)
+    # used to leave the simplex, giving D(α) > J (a negative "certified" gap). (200 x 30:
+    # the shape of test_default_solve.py's binary-dense problems, whose float64 Hybrid
+    # program serves here; without the final projection in `solve_simplex_qp`, BMRM's gap
+    # here is −2e4 in float64, as on 40 x 5.)
+    X, y, _ = random_binary(0, 200, 30)
     prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y, dtype=dtype)
     for solver in (nsjax.solvers.BMRM(), nsjax.solvers.Hybrid()):
         sol = nsjax.solve(prob, solver, max_steps=20)
@@ -201,7 +211,9 @@ def test_float32_problem_keeps_an_exact_float64_bundle(solver):
     lam = 1e-4
     prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y,
                          dtype=jnp.float32)
-    state, bundle_steps, step = solver.init(prob, prob.zeros()), 0, jax.jit(solver.step)
+    # (init compiled: eagerly, its operations on the 3000 columns compile one by one.)
+    state, bundle_steps = jax.jit(solver.init)(prob, prob.zeros()), 0
+    step = jax.jit(solver.step)
     while bundle_steps < 25:  # the hybrid keeps Q up to date in its phase 2 only
         state = step(prob, state)
         bundle_steps += int(getattr(state, "phase", 1))
@@ -222,7 +234,9 @@ def test_float32_problem_keeps_an_exact_float64_bundle(solver):
         assert getattr(narrow, "bundle", narrow).Q.dtype == jnp.float32
 
 
-SMALL_BUNDLE = nsjax.solvers.BMRM(line_search="exact", capacity=16)
+# 50 QP iterations before the polish (the default is 10): with 10, the hybrid closes the gap
+# to exactly 0 at step 45 on the problem below, so its run never repeats itself.
+SMALL_BUNDLE = nsjax.solvers.BMRM(line_search="exact", capacity=16, qp_iterations=50)
 
 
 @pytest.mark.parametrize("solver", [SMALL_BUNDLE, nsjax.solvers.Hybrid(bmrm=SMALL_BUNDLE)],
