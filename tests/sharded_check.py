@@ -77,17 +77,18 @@ CASES = [
 
 
 # Neither O(1/k²) method reaches 1e-10 here, so their paths are compared after a fixed
-# number of steps: Pragam's after 500; AGM-EF's after 1000 with λ = 1 (the sums' rounding,
+# number of steps: Pragam's after 500; AGM-EF's after 500 with λ = 0.5 (the sums' rounding,
 # amplified, parts the paths for a while: at λ = 0.1 by 1.7e-9 in J at 500 steps, 5e-11
-# at 1000 and 2e-11 at 3000; at λ = 1 by 4e-12 at 1000: 3.4 s of 8-device steps against
-# 10.7 s for 3000 at λ = 0.1; from λ = 1.5 on, w = 0 is within ~25 steps of the optimum).
+# at 1000 and 2e-11 at 3000; at λ = 1 by 3e-10 at 500 and 4e-12 at 1000; at λ = 0.5 by
+# 1e-12 to 3e-12 from 400 to 600 steps, 3e-11 at 700: 0.8 s of 8-device steps against
+# 2.6 s for 1000 at λ = 1; from λ = 0.6 on it is certified within ~30 steps).
 # The others are certified within 2000 steps (`nsjax.loop.history_length` 2048: the
 # program of solve's default max_steps, which the sweep's solves below use).
 # The Hybrid at λ = 0.8: 50 and 54 steps, phase 2 (the bundle) from step 28 and 27 (at
 # λ = 0.1: 130 and 147, 2.5 s of 8-device steps against 0.6 s; at λ = 1 it is certified
 # before it switches).
-STEPS = {"Pragam": 500, "AGMEF": 1000}
-LAM = {"AGMEF": 1.0, "Hybrid": 0.8}
+STEPS = {"Pragam": 500, "AGMEF": 500}
+LAM = {"AGMEF": 0.5, "Hybrid": 0.8}
 
 
 def summary(sol):
