@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import jax
@@ -28,7 +27,7 @@ jax.config.update("jax_enable_x64", True)
 import nsjax  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, machine, save_figure, save_json  # noqa: E402
+from _common import HERE, machine, save_figure, save_json, timed_solve  # noqa: E402
 
 ITERATIONS = (50, 10, 3)
 REPEATS = 3
@@ -48,12 +47,6 @@ def problems():
     yield "sparse hinge 20k x 10k, λ=1e-4", nsjax.Problem(nsjax.losses.Hinge(), L2(1e-4), X, y)
 
 
-def timed(prob, solver, k):
-    t0 = time.perf_counter()
-    jax.block_until_ready(nsjax.solve(prob, solver, tol=0.0, max_steps=k).w)
-    return time.perf_counter() - t0
-
-
 def bench(prob) -> list[dict]:
     ref = nsjax.solve(prob, nsjax.solvers.BMRM(line_search="exact"), tol=1e-9, max_steps=3000)
     runs = {}
@@ -67,23 +60,20 @@ def bench(prob) -> list[dict]:
     for (search, it), (solver, values) in runs.items():
         hit = values - j_star <= TARGET * abs(j_star)
         k = int(np.argmax(hit)) + 1 if hit.any() else MAX_STEPS
-        timed(prob, solver, k)  # compiled and warm
+        timed_solve(prob, solver, k, 0.0)  # compiled and warm
         rows.append({"method": "OCAS-like" if search == "exact" else "qp-BMRM",
                      "qp_iterations": it, "steps": k, "reached": bool(hit.any()),
-                     "values": values[:k], "times": []})
+                     "values": values[:k], "times": [], "solver": solver})
     for _ in range(REPEATS):  # interleaved: the settings see the same machine
         for row in rows:
-            solver = nsjax.solvers.BMRM(
-                line_search="exact" if row["method"] == "OCAS-like" else "none",
-                qp_iterations=row["qp_iterations"])
-            row["times"].append(timed(prob, solver, row["steps"]))
+            row["times"].append(timed_solve(prob, row["solver"], row["steps"], 0.0)[0])
     for row in rows:  # the iterates' values against the same method's at 50 iterations
         base = next(r for r in rows if r["method"] == row["method"] and r["qp_iterations"] == 50)
         n = min(len(row["values"]), len(base["values"]))
         row["max_value_diff_vs_50"] = float(np.max(np.abs(row["values"][:n] - base["values"][:n])))
     for row in rows:
         row["time"] = min(row.pop("times"))
-        del row["values"]
+        del row["values"], row["solver"]
     return rows
 
 
