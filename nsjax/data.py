@@ -35,6 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 from jax.experimental import sparse as jsparse
 
+from nsjax.fused_sum import fused_sum
+
 _WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 # Measured cost of one chunk relative to one padded entry (gather + multiply) on the CPU.
 _CHUNK_COST = 2.0
@@ -196,11 +198,11 @@ class Chunks(_RowSums):
     def _rows_sum(self, per_entry) -> jax.Array:
         """Σ over each row's entries of ``per_entry(value, index)`` (shape (..., W) or
         (..., W, K)): the head's rows summed in place, the chunks' sums scattered."""
-        out = jax.ops.segment_sum(jnp.sum(per_entry(self.value, self.index), axis=1),
+        out = jax.ops.segment_sum(fused_sum(per_entry(self.value, self.index), axis=1),
                                   self.owner, num_segments=self.num_rows,
                                   indices_are_sorted=True)
         if self.head_value is not None:
-            out = out + jnp.sum(per_entry(self.head_value, self.head_index), axis=1)
+            out = out + fused_sum(per_entry(self.head_value, self.head_index), axis=1)
         return out
 
     def check(self, name: str, rows: int, cols: int) -> None:
@@ -300,7 +302,7 @@ class Buckets(_RowSums):
     def _rows_sum(self, per_entry) -> jax.Array:
         """Σ over each row's entries of ``per_entry(value, index)``: each block's rows
         summed in place, then put in row order."""
-        sums = [jnp.sum(per_entry(v, i), axis=1)
+        sums = [fused_sum(per_entry(v, i), axis=1)
                 for v, i in zip(self.value, self.index, strict=True)]
         zero = jnp.zeros((1,) + sums[0].shape[1:], sums[0].dtype)
         return jnp.concatenate([*sums, zero])[self.order]

@@ -64,6 +64,34 @@ def test_exact_line_search_variant_needs_lines():
         nsjax.solve(prob.with_lam(0.0), nsjax.solvers.BMRM())
 
 
+@pytest.mark.parametrize(("shape", "used"), [
+    ((128, 30), [0, 1, 36]),                 # filling from slot 0: 3 of 8 blocks read
+    ((128, 30), [0, 5, 77, 127]),            # holes, and the last slot in use
+    ((40, 6, 3), [3, 17, 18]),               # 40 slots in blocks of 10; K = 3 classes
+    ((7, 30), list(range(7))),               # 7 slots: one block
+])
+def test_bundle_products_from_the_used_blocks_equal_the_full_ones(shape, used):
+    """Σ α_i a_i and ⟨a_i, a⟩ from the blocks of A up to the last valid slot equal the
+    products over the valid cuts; the rows off ``valid`` (stale cuts) do not count."""
+    from nsjax.solvers.bmrm import BMRM, combine_cuts
+
+    rng = np.random.default_rng(len(used))
+    A = rng.standard_normal(shape)
+    valid = np.zeros(shape[0], bool)
+    valid[used] = True
+    A[~valid] = 1e300  # stale cuts: α = 0 there, and their Gram entries are masked
+    alpha = np.where(valid, rng.random(shape[0]), 0.0)
+    a = rng.standard_normal(shape[1:])
+    Aalpha, q = jax.jit(lambda A, v, al, a: (combine_cuts(al, A, v), BMRM.gram_row(A, v, a)))(
+        A, valid, alpha, a)
+    Av = A[valid]
+    np.testing.assert_allclose(Aalpha, np.tensordot(alpha[valid], Av, axes=1), rtol=1e-13,
+                               atol=1e-13)
+    want = np.zeros(shape[0])
+    want[valid] = np.tensordot(Av, a, axes=a.ndim)
+    np.testing.assert_allclose(q, want, rtol=1e-13, atol=1e-13)
+
+
 def test_full_bundle_keeps_a_valid_lower_bound():
     X, y, _ = random_binary(3, 150, 20)
     lam = 0.01

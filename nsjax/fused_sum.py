@@ -1,0 +1,56 @@
+"""A sum that XLA's CPU backend computes in one pass with the operations feeding it.
+
+XLA's CPU backend (jaxlib 0.10) hands every large sum whose reducer is a plain addition to
+YNNPACK, which cannot take in the operations computing the summed array when they are
+gathers: XLA then writes that array out in full and YNNPACK reads it back. The row sums of
+nsjax's sparse products, Σ_w value·v[index] over each chunk, are such sums (X w at 2.5 M
+nonzeros: 2.9 M gathered terms, 23 MB in float64, written and read again).
+
+`fused_sum` adds with the reducer a − (−b) instead: the same sum, rounding for rounding
+(negation is exact, and a − (−b) is a + b in IEEE arithmetic), which YNNPACK does not
+take, so XLA's own loop emitter sums while it gathers. On the 2-core CPU of
+``benchmarks/RESULTS.md`` a row sum of a gathered product (179,646 × 16, float64) went
+from 1.9 to 1.2 ms (``benchmarks/fused_sum.py`` times the solvers). Other platforms sum as
+`jnp.sum` does.
+
+Only for sums within one device: XLA's collectives take no reducer but the plain ones, so
+a sum over an axis that `Problem.shard` splits (the examples) fails to compile with it.
+The order of the additions is XLA's, not YNNPACK's, so results differ from `jnp.sum` in
+the last bits. Derivatives are `jnp.sum`'s (a custom JVP): the sum is linear.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+
+def _sum_fused_on_cpu(x, axis):
+    return jax.lax.reduce(x, jnp.zeros((), x.dtype), lambda a, b: a - (-b), (axis,))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _fused_sum(x, axis):
+    return jax.lax.platform_dependent(x, cpu=lambda x: _sum_fused_on_cpu(x, axis),
+                                      default=lambda x: jnp.sum(x, axis=axis))
+
+
+@_fused_sum.defjvp
+def _fused_sum_jvp(axis, primals, tangents):
+    (x,), (dx,) = primals, tangents
+    return _fused_sum(x, axis), jnp.sum(dx, axis=axis)
+
+
+def fused_sum(x, axis: int = -1):
+    """``jnp.sum(x, axis)`` for a float array, in one pass with the operations computing
+    x on CPUs (module docstring).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from nsjax.fused_sum import fused_sum
+        >>> fused_sum(jnp.arange(6.0).reshape(2, 3), axis=1).tolist()
+        [3.0, 12.0]
+    """
+    return _fused_sum(x, axis % jnp.ndim(x))
