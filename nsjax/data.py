@@ -96,6 +96,20 @@ def _col_buckets_wanted(nnz: int) -> bool:
     return bool(COL_BUCKETS)
 
 
+def _computed_before_gathering(v):
+    """v, written out before a product gathers from it (on CPUs). Otherwise XLA's CPU
+    backend fuses v's computation into the gather and redoes it at every nonzero: the
+    hinge's u = −β∘y/n, gathered by Xᵀu, became two gathers (the scores and the labels) and
+    the margins' arithmetic per nonzero, 1 of the 2.5 ms of a cut on the 50,000 × 20,000
+    sparse set (float64). A scatter is not fused into what reads it; this one (onto every
+    index, in order) costs one pass over v."""
+    def write(v):
+        rows = jnp.arange(v.shape[0])
+        return jnp.zeros_like(v).at[rows].set(v, indices_are_sorted=True, unique_indices=True)
+
+    return jax.lax.platform_dependent(v, cpu=write, default=lambda v: v)
+
+
 class _RowSums:
     """The products of a layout of a matrix M by rows, from its ``_rows_sum(per_entry)``: Σ
     over each row's entries of ``per_entry(value, index)`` (values and their column
@@ -105,6 +119,7 @@ class _RowSums:
         """M v for v of shape (m,) or (m, K)."""
         if v.shape[0] == 0:  # M has no column: nothing to gather
             return jnp.zeros((self.num_rows,) + v.shape[1:], v.dtype)
+        v = _computed_before_gathering(v)
 
         def term(value, index):
             gathered = v.at[index].get(mode="promise_in_bounds")  # (..., W) or (..., W, K)
@@ -116,6 +131,7 @@ class _RowSums:
         """(M∘M) v, the entries of M squared, for v of shape (m,)."""
         if v.shape[0] == 0:
             return jnp.zeros((self.num_rows,), v.dtype)
+        v = _computed_before_gathering(v)
         return self._rows_sum(
             lambda value, index: value * value * v.at[index].get(mode="promise_in_bounds"))
 

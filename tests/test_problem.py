@@ -205,6 +205,27 @@ def gpu_layout(request, monkeypatch):
     return request.param
 
 
+def test_a_product_gathers_from_its_vector_computed_once():
+    """Xᵀu with u computed from the scores (the hinge's cut): on CPUs XLA must not fuse
+    u's arithmetic into the gather (two gathers and the margins per nonzero, not one),
+    and the product equals scipy's."""
+    M = sp.random(4000, 300, density=0.05, format="csr", random_state=0)
+    rng = np.random.default_rng(0)
+    S, y = rng.standard_normal(4000), rng.choice([-1.0, 1.0], 4000)
+    cpu = jax.devices("cpu")[0]
+    X = jax.device_put(nsjax.DesignMatrix.from_any(M, dtype=np.float64), cpu)
+    S_, y_ = jax.device_put(S, cpu), jax.device_put(y, cpu)
+
+    def product(X, S, y):
+        return X.rmv(jnp.maximum(0.0, 1.0 - y * S))
+
+    np.testing.assert_allclose(jax.jit(product)(X, S_, y_), M.T @ np.maximum(0, 1 - y * S),
+                               rtol=1e-12, atol=1e-12)
+    hlo = jax.jit(product).lower(X, S_, y_).compile().as_text()
+    gathers = [line for line in hlo.splitlines() if "by_col_index" in line and " fusion(" in line]
+    assert gathers and not any("%S" in line or "%y" in line for line in gathers)
+
+
 @pytest.mark.parametrize("shape, density", [((40, 7), 0.9), ((300, 50), 0.02), ((5, 400), 0.3),
                                             ((3, 70_000), 1e-3)])
 def test_chunked_sparse_products_match_scipy(shape, density, gpu_layout):
