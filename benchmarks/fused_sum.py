@@ -1,10 +1,15 @@
-"""What `nsjax.fused_sum` saves on the CPU: sums outside YNNPACK (issue 14, item 1).
+"""What two CPU fusion fixes of the sparse products save (issue 14, item 1).
 
-XLA's CPU backend hands sums with a plain-add reducer to YNNPACK, which writes out the
-gathered array it sums first (module docstring of `nsjax.fused_sum`). nsjax's sparse
-products and the exact line search's bisection sum with `fused_sum`. This script times
-the same programs with `fused_sum` ("fused") and with it replaced by ``jnp.sum``
-("plain": what nsjax did before), in the same process:
+1. XLA's CPU backend hands sums with a plain-add reducer to YNNPACK, which writes out the
+   gathered array it sums first (module docstring of `nsjax.fused_sum`); the products'
+   row sums use `fused_sum`.
+2. XLA fused the computation of the gathered vector into the gather, redoing it at every
+   nonzero; the products write it out first (``_computed_before_gathering`` in
+   ``nsjax/data.py``).
+
+This script times the same programs in three variants, in the same process: "before"
+(``jnp.sum`` and no write-out: nsjax before ecb6a0c), "fused_sum" (1 only) and "both"
+(nsjax now):
 
 * X w and Xᵀu alone (jitted, the problem an argument; best of 20);
 * ``solve(prob, solver, max_steps=k, tol=0)`` for the OCAS-like BMRM (k = 80) and the
@@ -14,7 +19,8 @@ Data: the two 50,000 x 20,000 sets of ``liblinear_race.py`` ("sparse": power 1.0
 "text-like": power 1.1), float64 and float32 (10,000 x 4,000 with ``--quick``). The two
 variants alternate for ``ROUNDS`` rounds (XLA's caches cleared at each switch), and each
 row keeps its best time over the rounds. The iterates differ only by the order of the
-additions; the table shows J after the k steps of both.
+additions; the table shows J after the k steps. X w and Xᵀu alone take their vector as
+an argument, so 2 does not change them.
 
     python benchmarks/fused_sum.py [--quick] [--out DIR]
 
@@ -35,14 +41,14 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 import nsjax  # noqa: E402
 import nsjax.data  # noqa: E402
-import nsjax.solvers.line_search  # noqa: E402
 from nsjax.fused_sum import fused_sum  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import HERE, machine, save_figure, save_json, timed_solve  # noqa: E402
 
 ROUNDS = 2
-USERS = (nsjax.data, nsjax.solvers.line_search)  # the modules that sum with fused_sum
+VARIANTS = ("before", "fused_sum", "both")
+WRITE_OUT = nsjax.data._computed_before_gathering
 
 
 def plain_sum(x, axis=-1):
@@ -50,9 +56,9 @@ def plain_sum(x, axis=-1):
 
 
 def use(variant: str) -> None:
-    """Make nsjax sum with `fused_sum` or ``jnp.sum``; forget every compiled program."""
-    for module in USERS:
-        module.fused_sum = fused_sum if variant == "fused" else plain_sum
+    """Put nsjax's products in ``variant``; forget every compiled program."""
+    nsjax.data.fused_sum = plain_sum if variant == "before" else fused_sum
+    nsjax.data._computed_before_gathering = WRITE_OUT if variant == "both" else (lambda v: v)
     jax.clear_caches()
 
 
@@ -103,12 +109,16 @@ def plot(rows: list[dict], path: Path) -> None:
     for ax, case in zip(np.atleast_1d(axes), sets, strict=True):
         mine = [r for r in rows if r["case"] == case]
         x = np.arange(len(mine))
-        ax.bar(x, [r["fused_s"] / r["plain_s"] for r in mine], color="C2")
+        for j, (variant, color) in enumerate((("fused_sum", "C0"), ("both", "C2"))):
+            ax.bar(x + 0.4 * j - 0.2, [r[variant] / r["before"] for r in mine], 0.4,
+                   color=color, label=variant)
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_xticks(x, [r["what"].replace(", ", "\n") for r in mine], fontsize=6)
         ax.set_title(case, fontsize=8)
-    np.atleast_1d(axes)[0].set_ylabel("time with fused_sum / with jnp.sum", fontsize=7)
-    save_figure(plt, fig, "fused_sum against jnp.sum (same process, best over rounds)", path)
+    np.atleast_1d(axes)[0].set_ylabel("time / time before", fontsize=7)
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    save_figure(plt, fig, "The products' CPU fusion fixes against before (same process, "
+                "best over rounds)", path)
 
 
 def main(argv=None) -> None:
@@ -119,25 +129,28 @@ def main(argv=None) -> None:
     all_cases = list(cases(args.quick))
     best: dict = {}
     for _ in range(ROUNDS):
-        for variant in ("plain", "fused"):
+        for variant in VARIANTS:
             use(variant)
             for case, prob, methods in all_cases:
                 for what, (t, value) in measure(prob, methods).items():
                     key = (case, what, variant)
                     if key not in best or t < best[key][0]:
                         best[key] = (t, value)
-    use("fused")
+    use("both")
     rows = []
-    print(f"{'case':18s} {'what':22s} {'jnp.sum':>9s} {'fused':>9s} {'ratio':>6s}  "
-          "J (plain / fused)")
+    print(f"{'case':18s} {'what':22s} {'before':>9s} {'fused_sum':>9s} {'both':>9s} "
+          f"{'ratio':>6s}  J (before / both)")
     for case, _, methods in all_cases:
         for what in ["X w", "Xᵀu", *(f"{m}, {k} steps" for m, (_, k) in methods.items())]:
-            (tp, jp), (tf, jf) = best[case, what, "plain"], best[case, what, "fused"]
-            rows.append({"case": case, "what": what, "plain_s": tp, "fused_s": tf,
-                         "value_plain": jp, "value_fused": jf})
-            values = "" if jp is None else f"{jp:.9f} / {jf:.9f}"
-            print(f"{case:18s} {what:22s} {1e3 * tp:7.2f}ms {1e3 * tf:7.2f}ms "
-                  f"{tf / tp:6.2f}  {values}", flush=True)
+            row = {"case": case, "what": what}
+            for variant in VARIANTS:
+                row[variant], row[f"value_{variant}"] = best[case, what, variant]
+            rows.append(row)
+            values = "" if row["value_before"] is None else (
+                f"{row['value_before']:.9f} / {row['value_both']:.9f}")
+            print(f"{case:18s} {what:22s} " + " ".join(
+                f"{1e3 * row[v]:7.2f}ms" for v in VARIANTS)
+                + f" {row['both'] / row['before']:6.2f}  {values}", flush=True)
     suffix = "_quick" if args.quick else ""
     save_json(args.out / f"fused_sum{suffix}.json", {"machine": machine(), "rows": rows})
     plot(rows, HERE / f"fused_sum{suffix}.png")
