@@ -40,7 +40,6 @@ panel per dtype, lines at 1x and 2x two reads). ``--quick`` writes ``*_quick.*``
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -53,7 +52,7 @@ import numpy as np
 import nsjax
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, machine, save_figure, save_json  # noqa: E402  (the folder is on sys.path here)
+from _common import HERE, best_of, machine, save_figure, save_json  # noqa: E402  (the folder is on sys.path here)
 
 jax.config.update("jax_enable_x64", True)
 
@@ -77,24 +76,13 @@ def problems(X: np.ndarray, y: np.ndarray) -> dict[str, nsjax.Problem]:
                                          X, y)}
 
 
-def best_of(f, *args, reps: int = READ_REPEATS) -> float:
-    """Best wall time of ``f(*args)`` after one compiling call."""
-    jax.block_until_ready(f(*args))
-    best = math.inf
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(f(*args))
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def reference(prob: nsjax.Problem) -> dict:
     """One read of X (jitted sum) and the two products alone."""
     X = prob.X
     n, d = X.shape
-    read = best_of(jax.jit(jnp.sum), X.dense)
-    mv = best_of(jax.jit(lambda X, v: X.mv(v)), X, jnp.ones(d, X.dtype))
-    rmv = best_of(jax.jit(lambda X, v: X.rmv(v)), X, jnp.ones(n, X.dtype))
+    read = best_of(jax.jit(jnp.sum), X.dense, reps=READ_REPEATS)
+    mv = best_of(jax.jit(lambda X, v: X.mv(v)), X, jnp.ones(d, X.dtype), reps=READ_REPEATS)
+    rmv = best_of(jax.jit(lambda X, v: X.rmv(v)), X, jnp.ones(n, X.dtype), reps=READ_REPEATS)
     nbytes = int(X.dense.nbytes)
     return {"bytes": nbytes, "read_s": read, "gb_per_s": nbytes / read / 1e9,
             "two_reads_s": 2 * read, "mv_s": mv, "rmv_s": rmv}

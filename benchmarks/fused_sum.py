@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import jax
@@ -44,7 +43,7 @@ import nsjax.data  # noqa: E402
 from nsjax.fused_sum import fused_sum  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, machine, save_figure, save_json, timed_solve  # noqa: E402
+from _common import HERE, best_of, machine, save_figure, save_json, timed_solve  # noqa: E402
 
 ROUNDS = 2
 VARIANTS = ("before", "fused_sum", "both")
@@ -60,16 +59,6 @@ def use(variant: str) -> None:
     nsjax.data.fused_sum = plain_sum if variant == "before" else fused_sum
     nsjax.data._computed_before_gathering = WRITE_OUT if variant == "both" else (lambda v: v)
     jax.clear_caches()
-
-
-def best_of(f, *args, repeats):
-    jax.block_until_ready(f(*args))
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(f(*args))
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def cases(quick: bool):
@@ -89,8 +78,8 @@ def cases(quick: bool):
 def measure(prob, methods) -> dict:
     w = jnp.full(prob.w_shape, 0.01, prob.dtype)
     u = jnp.full(prob.y.shape, 0.01, prob.dtype)
-    out = {"X w": (best_of(jax.jit(lambda p, w: p.X.mv(w)), prob, w, repeats=20), None),
-           "Xᵀu": (best_of(jax.jit(lambda p, u: p.X.rmv(u)), prob, u, repeats=20), None)}
+    out = {"X w": (best_of(jax.jit(lambda p, w: p.X.mv(w)), prob, w, reps=20), None),
+           "Xᵀu": (best_of(jax.jit(lambda p, u: p.X.rmv(u)), prob, u, reps=20), None)}
     for name, (solver, k) in methods.items():
         timed_solve(prob, solver, k, 0.0)  # compile
         runs = [timed_solve(prob, solver, k, 0.0) for _ in range(3)]
