@@ -18,7 +18,6 @@ then skipped and ``result`` stays an int32 array.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import sys
 import time
 import warnings
@@ -29,6 +28,7 @@ import numpy as np
 
 from nsjax.data import round_up
 from nsjax.implicit import implicit_solution
+from nsjax.jit_by_size import JitBySize, jit_by_size
 from nsjax.problem import Problem, is_traced
 from nsjax.results import RESULTS, ConvergenceWarning, History, Solution
 from nsjax.solvers.base import Best, Solver, core_of
@@ -138,10 +138,10 @@ def _run(problem, w0, tol, max_steps, solver, length, progress=0):
                     num_steps=t, stats=core_of(state).stats, history=history)
 
 
-_run_jit = jax.jit(_run, static_argnames=("solver", "length", "progress"))
+_run_jit = JitBySize(_run, static_argnames=("solver", "length", "progress"))
 
 
-@functools.partial(jax.jit, static_argnames=("solver", "length", "warm_start"))
+@jit_by_size(static_argnames=("solver", "length", "warm_start"))
 def _sweep_jit(problem, lams, w0, tol, max_steps, solver, length, warm_start=True):
     if not warm_start:
         return jax.vmap(lambda lam: _run(problem.with_lam(lam), w0, tol, max_steps, solver,
@@ -541,6 +541,6 @@ def _kind(problem):
     return tree, [(jnp.shape(x), jnp.result_type(x)) for x in leaves]
 
 
-@functools.partial(jax.jit, static_argnames=("solver", "length"))
+@jit_by_size(static_argnames=("solver", "length"))
 def _batch_jit(problems, w0, tol, max_steps, solver, length):
     return jax.vmap(lambda p: _run(p, w0, tol, max_steps, solver, length))(problems)
