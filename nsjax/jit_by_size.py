@@ -4,7 +4,7 @@ older loop emitters, which compile faster.
 XLA:CPU (JAX 0.10) generates each fused kernel with its newer MLIR "fusion emitters" by
 default. Its older emitters (the compile option ``xla_cpu_use_fusion_emitters=False``)
 compile the same program faster: 24 % less XLA time over `benchmarks/compile_time.py`'s 23
-programs (up to 38 % for one), and 22 % less wall time for the test suite, which is
+programs (up to 42 % for one), and 22 % less wall time for the test suite, which is
 compile-bound. Their kernels run as fast on small data, and slower on large data (up to
 +22 % for the Hybrid on 2.5 M nonzeros, none for the OCAS-like BMRM; RESULTS.md).
 So a program is compiled with them where the problem holds at most `SMALL_PROBLEM`
