@@ -16,17 +16,31 @@ def _hinge(seed=0):
     return nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y), X, y, lam
 
 
+def _count_calls(monkeypatch, jitted):
+    """Count the calls of ``jitted``'s two programs (whichever test compiled them first)."""
+    calls = {"small": 0, "default": 0}
+
+    def counting(way, program):
+        def counted(*args, **kwargs):
+            calls[way] += 1
+            return program(*args, **kwargs)
+        return counted
+
+    for way in calls:
+        monkeypatch.setattr(jitted, way, counting(way, getattr(jitted, way)))
+    return calls
+
+
 def test_small_and_large_problems_compile_their_own_way_to_the_same_solution(monkeypatch):
     prob, X, y, lam = _hinge()
     assert jit_by_size.is_small(prob)  # 40 x 5 on this CPU
-    small, default = _run_jit.small._cache_size(), _run_jit.default._cache_size()
+    calls = _count_calls(monkeypatch, _run_jit)
     fast = nsjax.solve(prob, nsjax.solvers.BMRM(), tol=1e-10)
-    assert _run_jit.small._cache_size() == small + 1
-    assert _run_jit.default._cache_size() == default
+    assert calls == {"small": 1, "default": 0}
     monkeypatch.setattr(jit_by_size, "SMALL_PROBLEM", prob.X.dense.size - 1)
     assert not jit_by_size.is_small(prob)
     plain = nsjax.solve(prob, nsjax.solvers.BMRM(), tol=1e-10)
-    assert _run_jit.default._cache_size() == default + 1
+    assert calls == {"small": 1, "default": 1}
     J_star = cvxpy_optimum(X, y, lam, loss="hinge")[0]
     for sol in (fast, plain):
         assert sol.result == nsjax.RESULTS.successful
@@ -45,23 +59,24 @@ def test_the_size_counts_every_array_of_the_problem(monkeypatch):
     assert not jit_by_size.is_small(prob)
 
 
-def test_a_sweep_follows_the_same_choice():
+def test_a_sweep_follows_the_same_choice(monkeypatch):
     prob, *_ = _hinge(1)
-    small = _sweep_jit.small._cache_size()
+    calls = _count_calls(monkeypatch, _sweep_jit)
     nsjax.sweep(prob, [0.1, 0.01], nsjax.solvers.LineSearchBMRM(), tol=1e-8)
-    assert _sweep_jit.small._cache_size() == small + 1
+    assert calls == {"small": 1, "default": 0}
 
 
-def test_a_solve_under_jit_or_vmap_is_compiled_by_the_outer_program():
+def test_a_solve_under_jit_or_vmap_is_compiled_by_the_outer_program(monkeypatch):
     prob, *_ = _hinge()
-    small = _run_jit.small._cache_size()
+    calls = _count_calls(monkeypatch, _run_jit)
     solver = nsjax.solvers.LineSearchBMRM()
     value = jax.jit(lambda p: nsjax.solve(p, solver, tol=1e-10).value)(prob)
     values = jax.vmap(lambda lam: nsjax.solve(prob.with_lam(lam), solver, tol=1e-10).value)(
         jax.numpy.asarray([prob.lam, 2 * prob.lam]))
     closed = jax.jit(lambda: nsjax.solve(prob, solver, tol=1e-10).value)()  # no tracer
-    assert _run_jit.small._cache_size() == small
+    assert calls == {"small": 0, "default": 3}
     top = nsjax.solve(prob, solver, tol=1e-10).value
+    assert calls == {"small": 1, "default": 3}
     assert float(value) == pytest.approx(float(top), rel=1e-9)
     assert float(values[0]) == pytest.approx(float(top), rel=1e-9)
     assert float(closed) == pytest.approx(float(top), rel=1e-9)
