@@ -156,13 +156,14 @@ def test_simplex_qp_matches_cvxpy(seed):
     assert abs(ours - prob.value) <= 1e-8 * max(1.0, abs(prob.value))
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_simplex_qp_is_exact_on_degenerate_bundles(seed):
+@pytest.mark.parametrize(("seed", "c"), [(0, 128), (1, 128), (2, 128), (0, 256)])
+def test_simplex_qp_is_exact_on_degenerate_bundles(seed, c):
     """Bundles as BMRM's late steps make them: 128 slots, ~100 in use, many cuts repeated
     (a rank-deficient Q, many optimal α, singular KKT systems on large free sets): the
-    polish must still reach the optimum (without its ridge it ended 0.4 off here)."""
+    polish must still reach the optimum (without its ridge it ended 0.4 off here). With
+    256 slots the polish solves over the gathered free slots (`COMPACT_SLOTS`)."""
     rng = np.random.default_rng(seed)
-    c, k = 128, 100
+    k = 100
     G = rng.normal(size=(12, 40))[:, rng.integers(0, 40, size=c)]  # 40 distinct cuts
     Q, b = G.T @ G, rng.normal(size=40)[rng.integers(0, 40, size=c)]
     lam = 1e-3
@@ -178,6 +179,31 @@ def test_simplex_qp_is_exact_on_degenerate_bundles(seed):
     assert np.all(alpha >= 0) and abs(alpha.sum() - 1) <= 1e-12 and np.all(alpha[~mask] == 0)
     ours = float(simplex_qp_objective(jnp.asarray(alpha), jnp.asarray(Q), jnp.asarray(b), lam))
     assert abs(ours - prob.value) <= 1e-8 * max(1.0, abs(prob.value))
+
+
+@pytest.mark.parametrize("free_count", [5, 16, 30])
+def test_kkt_solve_over_the_gathered_free_slots_equals_the_solve_over_all(free_count):
+    """`_equality_qp` gathers the free slots when at most ``compact`` are free (the
+    system off them is the identity) and else solves over all: the same α and m."""
+    from nsjax.solvers.simplex_qp import _equality_qp, _equality_qp_on_slots
+
+    rng = np.random.default_rng(free_count)
+    c = 40
+    G = rng.normal(size=(50, c))
+    Q, b = G.T @ G, rng.normal(size=c)
+    free = np.zeros(c, bool)
+    free[rng.choice(c, free_count, replace=False)] = True
+    alpha, m = jax.jit(lambda Q, b, f: _equality_qp(Q, b, 0.3, f, compact=16))(Q, b, free)
+    want_alpha, want_m = jax.jit(lambda Q, b, f: _equality_qp_on_slots(Q, b, 0.3, f))(
+        Q, b, free)
+    np.testing.assert_allclose(alpha, want_alpha, rtol=1e-9, atol=1e-12)
+    assert np.all(np.asarray(alpha)[~free] == 0)
+    assert float(m) == pytest.approx(float(want_m), rel=1e-9)
+    # The KKT conditions themselves: Q_FF α_F / λ + m = b_F, Σ α = 1.
+    F = free
+    np.testing.assert_allclose(Q[np.ix_(F, F)] @ np.asarray(alpha)[F] / 0.3 + float(m),
+                               b[F], rtol=1e-8, atol=1e-8)
+    assert float(np.sum(alpha)) == pytest.approx(1.0, abs=1e-12)
 
 
 def test_simplex_projection_equals_brute_force():

@@ -74,12 +74,40 @@ def solve_simplex_qp(Q, b, lam, mask, alpha0, iterations=500):
     return jnp.where(total > 0, alpha / jnp.where(total > 0, total, 1.0), uniform)
 
 
-def _equality_qp(Qm, bm, lam, free):
+#: The polish solves its KKT system over at most this many slots: where the bundle is larger
+#: and at most this many cuts are free, the free ones are gathered first. The system off
+#: the free set is the identity, so the answer is the same, and an LU solve costs c³: at
+#: capacity 512 one full solve took 2.3 ms, one over 128 slots 0.12 ms (a BMRM step on
+#: digits' Crammer–Singer at λ = 1e-5 took 13 ms at capacity 512, 1.3 ms at 128).
+COMPACT_SLOTS = 128
+
+
+def _equality_qp(Qm, bm, lam, free, compact=COMPACT_SLOTS):
     """Minimize ½αᵀQα/λ − bᵀα subject to Σ_free α = 1, α = 0 off ``free`` (a KKT solve).
 
     Returns (α, m) with Q_FF α_F / λ + m 1 = b_F, so the gradient g = Qα/λ − b equals −m
-    on the free set.
+    on the free set. Over the first ``compact`` free slots gathered together when there
+    are no more (`COMPACT_SLOTS`).
     """
+    c = bm.shape[0]
+    if c <= compact:
+        return _equality_qp_on_slots(Qm, bm, lam, free)
+
+    def gathered():
+        slots = jnp.nonzero(free, size=compact, fill_value=c)[0]
+        used = slots < c
+        slots = jnp.where(used, slots, 0)
+        both = used[:, None] & used[None, :]
+        alpha, m = _equality_qp_on_slots(jnp.where(both, Qm[slots][:, slots], 0.0),
+                                         jnp.where(used, bm[slots], 0.0), lam, used)
+        return jnp.zeros(c, alpha.dtype).at[slots].add(jnp.where(used, alpha, 0.0)), m
+
+    return jax.lax.cond(jnp.sum(free) <= compact, gathered,
+                        lambda: _equality_qp_on_slots(Qm, bm, lam, free))
+
+
+def _equality_qp_on_slots(Qm, bm, lam, free):
+    """`_equality_qp` as one KKT system over all the slots."""
     c = bm.shape[0]
     K = jnp.where(free[:, None] & free[None, :], Qm / lam, 0.0)
     # Identity rows off the free set, and on it a ridge of relative size eps: Q is a Gram
