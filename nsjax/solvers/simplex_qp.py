@@ -86,8 +86,9 @@ def _equality_qp(Qm, bm, lam, free, compact=COMPACT_SLOTS):
     """Minimize ½αᵀQα/λ − bᵀα subject to Σ_free α = 1, α = 0 off ``free`` (a KKT solve).
 
     Returns (α, m) with Q_FF α_F / λ + m 1 = b_F, so the gradient g = Qα/λ − b equals −m
-    on the free set. Over the first ``compact`` free slots gathered together when there
-    are no more (`COMPACT_SLOTS`).
+    on the free set. Where the bundle has more than ``compact`` slots and at most that
+    many are free, the system is solved over the free slots gathered together
+    (`COMPACT_SLOTS`).
     """
     c = bm.shape[0]
     if c <= compact:
