@@ -181,10 +181,11 @@ def test_simplex_qp_is_exact_on_degenerate_bundles(seed, c):
     assert abs(ours - prob.value) <= 1e-8 * max(1.0, abs(prob.value))
 
 
-@pytest.mark.parametrize("free_count", [5, 16, 30])
+@pytest.mark.parametrize("free_count", [5, 16, 30, 35])
 def test_kkt_solve_over_the_gathered_free_slots_equals_the_solve_over_all(free_count):
-    """`_equality_qp` gathers the free slots when at most ``compact`` are free (the
-    system off them is the identity) and else solves over all: the same α and m."""
+    """`_equality_qp` gathers the free slots into ``compact`` (16) slots when at most that
+    many are free (the system off them is the identity), else into 32, else solves over
+    all 40: the same α and m."""
     from nsjax.solvers.simplex_qp import _equality_qp, _equality_qp_on_slots
 
     rng = np.random.default_rng(free_count)
