@@ -98,12 +98,10 @@ def _equality_qp(Qm, bm, lam, free, compact=COMPACT_SLOTS):
 
     def gathered():
         slots = jnp.nonzero(free, size=compact, fill_value=c)[0]
-        used = slots < c
+        used = slots < c  # the rest pad with slot 0, masked out by the solve (α = 0 there)
         slots = jnp.where(used, slots, 0)
-        both = used[:, None] & used[None, :]
-        alpha, m = _equality_qp_on_slots(jnp.where(both, Qm[slots][:, slots], 0.0),
-                                         jnp.where(used, bm[slots], 0.0), lam, used)
-        return jnp.zeros(c, alpha.dtype).at[slots].add(jnp.where(used, alpha, 0.0)), m
+        alpha, m = _equality_qp_on_slots(Qm[slots[:, None], slots], bm[slots], lam, used)
+        return jnp.zeros(c, alpha.dtype).at[slots].add(alpha), m
 
     return jax.lax.cond(jnp.sum(free) <= compact, gathered,
                         lambda: _equality_qp(Qm, bm, lam, free, 2 * compact))
