@@ -84,7 +84,7 @@ def solve_simplex_qp(Q, b, lam, mask, alpha0, iterations=500):
 COMPACT_SLOTS = 128
 
 
-def _equality_qp(Qm, bm, lam, free, compact=COMPACT_SLOTS):
+def _equality_qp(Qm, bm, lam, free, compact=None):
     """Minimize ½αᵀQα/λ − bᵀα subject to Σ_free α = 1, α = 0 off ``free`` (a KKT solve).
 
     Returns (α, m) with Q_FF α_F / λ + m 1 = b_F, so the gradient g = Qα/λ − b equals −m
@@ -93,6 +93,7 @@ def _equality_qp(Qm, bm, lam, free, compact=COMPACT_SLOTS):
     the same with twice ``compact`` (`COMPACT_SLOTS`).
     """
     c = bm.shape[0]
+    compact = COMPACT_SLOTS if compact is None else compact
     if c <= compact:
         return _equality_qp_on_slots(Qm, bm, lam, free)
 
