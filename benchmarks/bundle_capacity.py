@@ -1,13 +1,18 @@
-"""Larger bundles on digits: the QP's gathered KKT solve (issue 14, item 2).
+"""Full bundles on digits: partial aggregation and the QP's gathered KKT solve (issue 14,
+item 2).
 
-The OCAS-like BMRM (``BMRM(line_search="exact")``) on digits' Crammer–Singer at λ = 1e-5,
-time to relative suboptimality 1e-3 at capacity 128 (the default), 256 and 512. Each
-capacity twice, in the same process: as nsjax solves its bundle QP now (the polish's KKT
-system over the free slots gathered into 128, 256, … slots,
-`nsjax.solvers.simplex_qp.COMPACT_SLOTS`) and with the system solved over all slots
-(``COMPACT_SLOTS`` set above the capacity: nsjax before). J* is a certified capacity-512
-run. Each time is the best of 3 compiled runs of the first step budget that reaches the
-target.
+The OCAS-like BMRM (``BMRM(line_search="exact")``) and the Hybrid (default solver) on
+digits' Crammer–Singer at λ = 1e-5, time to relative suboptimality 1e-3 at capacity 128
+(the default), 256 and 512, three ways in the same process:
+
+* "before": a full bundle whose cuts are all active merged into one cut
+  (``nsjax.solvers.bmrm.MERGED_SHARE`` = 1), and the polish's KKT system gathered into
+  128, 256, 512 … slots (doubling; `nsjax.solvers.simplex_qp._next_compact`);
+* "merge 1/8": the 1/8 of the cuts with the smallest α merged (now), doubling gathers;
+* "now": merge 1/8, gathers growing by 5/4 (128, 160, 200, 256, …).
+
+J* is a certified capacity-512 run. Each time is the best of 3 compiled runs of the first
+step budget that reaches the target.
 
     python benchmarks/bundle_capacity.py
 
@@ -25,6 +30,7 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 import nsjax  # noqa: E402
+import nsjax.solvers.bmrm as bmrm  # noqa: E402
 import nsjax.solvers.simplex_qp as simplex_qp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -32,7 +38,12 @@ from _common import HERE, machine, save_figure, save_json, timed_solve  # noqa: 
 
 LAM, TARGET, BUDGET = 1e-5, 1e-3, 4000
 CAPACITIES = (128, 256, 512)
-GATHERED = simplex_qp.COMPACT_SLOTS
+SHARE, NEXT = bmrm.MERGED_SHARE, simplex_qp._next_compact
+WAYS = {"before": (1.0, lambda c: 2 * c), "merge 1/8": (SHARE, lambda c: 2 * c),
+        "now": (SHARE, NEXT)}
+SOLVERS = {"OCAS-like": lambda c: nsjax.solvers.BMRM(line_search="exact", capacity=c),
+           "Hybrid": lambda c: nsjax.solvers.Hybrid(
+               bmrm=nsjax.solvers.BMRM(line_search="exact", capacity=c))}
 
 
 def time_to_target(prob, solver, j_star) -> tuple[float | None, int | None]:
@@ -53,18 +64,21 @@ def main() -> None:
     j_star = float(ref.value) - float(ref.gap)
     print(f"J* = {j_star:.10f} (certified gap {float(ref.gap):.1e})")
     rows = []
-    print(f"{'capacity':>8s} {'KKT solve':>10s} {'steps':>6s} {'time s':>7s} {'ms/step':>8s}")
-    for capacity in CAPACITIES:
-        for way, slots in (("all slots", 10**9), ("gathered", GATHERED)):
-            simplex_qp.COMPACT_SLOTS = slots
-            jax.clear_caches()
-            solver = nsjax.solvers.BMRM(line_search="exact", capacity=capacity)
-            t, k = time_to_target(prob, solver, j_star)
-            rows.append({"capacity": capacity, "kkt": way, "steps": k, "time_s": t})
-            per = "" if t is None else f"{1e3 * t / k:8.2f}"
-            print(f"{capacity:8d} {way:>10s} {k!s:>6s} {t if t is None else round(t, 3)!s:>7s} "
-                  f"{per}", flush=True)
-    simplex_qp.COMPACT_SLOTS = GATHERED
+    print(f"{'solver':>9s} {'capacity':>8s} {'way':>10s} {'steps':>6s} {'time s':>7s} "
+          f"{'ms/step':>8s}")
+    for name, make in SOLVERS.items():
+        for capacity in CAPACITIES:
+            for way, (share, grow) in WAYS.items():
+                bmrm.MERGED_SHARE, simplex_qp._next_compact = share, grow
+                jax.clear_caches()
+                t, k = time_to_target(prob, make(capacity), j_star)
+                rows.append({"solver": name, "capacity": capacity, "way": way, "steps": k,
+                             "time_s": t})
+                per = "" if t is None else f"{1e3 * t / k:8.2f}"
+                shown = "n/a" if t is None else f"{t:.3f}"
+                print(f"{name:>9s} {capacity:8d} {way:>10s} {k!s:>6s} {shown:>7s} {per}",
+                      flush=True)
+    bmrm.MERGED_SHARE, simplex_qp._next_compact = SHARE, NEXT
     save_json(HERE / "results" / "bundle_capacity.json",
               {"lam": LAM, "target": TARGET, "j_star": j_star, "rows": rows,
                "machine": machine()})
@@ -77,17 +91,21 @@ def plot(rows: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3.4))
+    fig, axes = plt.subplots(1, len(SOLVERS), figsize=(9, 3.4), sharey=True)
     x = np.arange(len(CAPACITIES))
-    for j, (way, color) in enumerate((("all slots", "C1"), ("gathered", "C2"))):
-        times = [next(r["time_s"] or np.nan for r in rows
-                      if r["capacity"] == c and r["kkt"] == way) for c in CAPACITIES]
-        ax.bar(x + 0.4 * j - 0.2, times, 0.4, color=color, label=f"KKT over {way}")
-    ax.set_xticks(x, [str(c) for c in CAPACITIES])
-    ax.set_xlabel("bundle capacity")
-    ax.set_ylabel(f"s to {TARGET:g} (digits, λ = {LAM:g})")
-    ax.legend(fontsize=8)
-    save_figure(plt, fig, "OCAS-like BMRM, Crammer–Singer on digits", path)
+    width = 0.8 / len(WAYS)
+    for ax, name in zip(axes, SOLVERS, strict=True):
+        for j, way in enumerate(WAYS):
+            times = [next(r["time_s"] or np.nan for r in rows if r["solver"] == name
+                          and r["capacity"] == c and r["way"] == way) for c in CAPACITIES]
+            ax.bar(x + width * (j - (len(WAYS) - 1) / 2), times, width, color=f"C{j + 1}",
+                   label=way)
+        ax.set_xticks(x, [str(c) for c in CAPACITIES])
+        ax.set_xlabel("bundle capacity")
+        ax.set_title(name, fontsize=9)
+    axes[0].set_ylabel(f"s to {TARGET:g} (digits, λ = {LAM:g})")
+    axes[0].legend(fontsize=8)
+    save_figure(plt, fig, "Crammer–Singer on digits: full bundles", path)
 
 
 if __name__ == "__main__":

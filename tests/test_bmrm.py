@@ -103,6 +103,58 @@ def test_full_bundle_keeps_a_valid_lower_bound():
     assert float(sol.value) - J_star <= 1e-3 * J_star  # slower than a full bundle, but on its way
 
 
+@pytest.mark.parametrize(("capacity", "d", "merged"), [(8, 20, 2), (24, 40, 3)])
+def test_aggregation_merges_the_smallest_weights_into_one_minorant(capacity, d, merged):
+    """A full bundle whose cuts are all active merges the `MERGED_SHARE` of them with the
+    smallest α (at least 2) into their α-weighted mean: the model's dual value at the
+    carried weights is unchanged, the merged cut lies below the cuts it replaces, the
+    other cuts stay, and the Gram matrix stays AAᵀ."""
+    from nsjax.solvers.bmrm import BMRM
+
+    X, y, _ = random_binary(3, 150, d)
+    lam = 0.01
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y)
+    solver = BMRM(capacity=capacity)
+    step = jax.jit(lambda p, s: solver.step(p, s))
+    state = solver.init(prob, prob.zeros())
+    for _ in range(300):  # on to the first step whose next insert aggregates
+        if bool(jnp.all(state.valid) & jnp.all(state.alpha > 0)):
+            break
+        state = step(prob, state)
+    after = jax.jit(solver.insert)(state)
+    assert int(after.core.stats["aggregations"]) == int(state.core.stats["aggregations"]) + 1
+    A, b, alpha = (np.asarray(v) for v in (state.A, state.b, state.alpha))
+    smallest = np.argsort(alpha)[:merged]
+    part = np.zeros(capacity, bool)
+    part[smallest] = True
+    assert np.all(np.asarray(state.part) == part)
+    valid = np.asarray(after.valid)
+    assert valid.sum() == capacity - merged + 2  # the merged cut, the rest, the new cut
+    assert np.all(valid[~part])
+    new_slot = int(np.argmax(np.asarray(after.age)))
+    into = np.setdiff1d(np.flatnonzero(valid & part), [new_slot])  # the new cut: a freed slot
+    assert len(into) == 1
+    A2, b2, alpha2 = (np.asarray(v) for v in (after.A, after.b, after.alpha))
+    weight = alpha[part].sum()
+    np.testing.assert_allclose(A2[into[0]], alpha[part] @ A[part] / weight, rtol=1e-12,
+                               atol=1e-15)
+    assert alpha2[into[0]] == pytest.approx(weight, rel=1e-14)
+    assert alpha2[new_slot] == 0
+
+    def dual(a, A, b):  # D(α) = −‖Σ α_i a_i‖² / (2λ) + αᵀb
+        return -np.sum((a @ A) ** 2) / (2 * lam) + a @ b
+
+    old = dual(alpha, A, b)
+    assert dual(np.where(valid, alpha2, 0.0), np.where(valid[:, None], A2, 0.0),
+                np.where(valid, b2, 0.0)) == pytest.approx(old, rel=1e-12)
+    W = np.random.default_rng(0).normal(size=(50, d))  # the merged cut is a minorant
+    assert np.all(W @ A2[into[0]] + b2[into[0]] <= np.max(W @ A[part].T + b[part], axis=1)
+                  + 1e-12)
+    Av = np.asarray(after.A)[valid]
+    np.testing.assert_allclose(np.asarray(after.Q)[np.ix_(valid, valid)], Av @ Av.T,
+                               rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("lam", [0.1, 1.0])
 def test_hadamard_lower_bound_is_attained_exactly(lam):
     """Paper 004, Thms. 6–7 on the orthonormal A = H_d/√d: ε_t = J(w_t) = 1/(2λt)."""
@@ -181,11 +233,11 @@ def test_simplex_qp_is_exact_on_degenerate_bundles(seed, c):
     assert abs(ours - prob.value) <= 1e-8 * max(1.0, abs(prob.value))
 
 
-@pytest.mark.parametrize("free_count", [5, 16, 30, 35])
+@pytest.mark.parametrize("free_count", [5, 16, 20, 30, 35])
 def test_kkt_solve_over_the_gathered_free_slots_equals_the_solve_over_all(free_count):
     """`_equality_qp` gathers the free slots into ``compact`` (16) slots when at most that
-    many are free (the system off them is the identity), else into 32, else solves over
-    all 40: the same α and m."""
+    many are free (the system off them is the identity), else into 24, then 32 (5/4 of
+    the last, up to a multiple of 8), else solves over all 40: the same α and m."""
     from nsjax.solvers.simplex_qp import _equality_qp, _equality_qp_on_slots
 
     rng = np.random.default_rng(free_count)
