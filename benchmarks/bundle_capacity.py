@@ -6,7 +6,7 @@ digits' Crammer–Singer at λ = 1e-5, time to relative suboptimality 1e-3 at ca
 (the default), 256 and 512, three ways in the same process:
 
 * "before": a full bundle whose cuts are all active merged into one cut
-  (``nsjax.solvers.bmrm.MERGED_SHARE`` = 1), and the polish's KKT system gathered into
+  (``BMRM(merge=1)``), and the polish's KKT system gathered into
   128, 256, 512 … slots (doubling; `nsjax.solvers.simplex_qp._next_compact`);
 * "merge 1/8": the 1/8 of the cuts with the smallest α merged (now), doubling gathers;
 * "now": merge 1/8, gathers growing by 5/4 (128, 160, 200, 256, …).
@@ -30,7 +30,6 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 import nsjax  # noqa: E402
-import nsjax.solvers.bmrm as bmrm  # noqa: E402
 import nsjax.solvers.simplex_qp as simplex_qp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,12 +37,17 @@ from _common import HERE, machine, save_figure, save_json, timed_solve  # noqa: 
 
 LAM, TARGET, BUDGET = 1e-5, 1e-3, 4000
 CAPACITIES = (128, 256, 512)
-SHARE, NEXT = bmrm.MERGED_SHARE, simplex_qp._next_compact
-WAYS = {"before": (1.0, lambda c: 2 * c), "merge 1/8": (SHARE, lambda c: 2 * c),
-        "now": (SHARE, NEXT)}
-SOLVERS = {"OCAS-like": lambda c: nsjax.solvers.BMRM(line_search="exact", capacity=c),
-           "Hybrid": lambda c: nsjax.solvers.Hybrid(
-               bmrm=nsjax.solvers.BMRM(line_search="exact", capacity=c))}
+NEXT = simplex_qp._next_compact
+WAYS = {"before": (1.0, lambda c: 2 * c), "merge 1/8": (1 / 8, lambda c: 2 * c),
+        "now": (1 / 8, NEXT)}
+
+
+def ocas(capacity, merge):
+    return nsjax.solvers.BMRM(line_search="exact", capacity=capacity, merge=merge)
+
+
+SOLVERS = {"OCAS-like": ocas,
+           "Hybrid": lambda capacity, merge: nsjax.solvers.Hybrid(bmrm=ocas(capacity, merge))}
 
 
 def time_to_target(prob, solver, j_star) -> tuple[float | None, int | None]:
@@ -68,17 +72,17 @@ def main() -> None:
           f"{'ms/step':>8s}")
     for name, make in SOLVERS.items():
         for capacity in CAPACITIES:
-            for way, (share, grow) in WAYS.items():
-                bmrm.MERGED_SHARE, simplex_qp._next_compact = share, grow
+            for way, (merge, grow) in WAYS.items():
+                simplex_qp._next_compact = grow
                 jax.clear_caches()
-                t, k = time_to_target(prob, make(capacity), j_star)
+                t, k = time_to_target(prob, make(capacity, merge), j_star)
                 rows.append({"solver": name, "capacity": capacity, "way": way, "steps": k,
                              "time_s": t})
                 per = "" if t is None else f"{1e3 * t / k:8.2f}"
                 shown = "n/a" if t is None else f"{t:.3f}"
                 print(f"{name:>9s} {capacity:8d} {way:>10s} {k!s:>6s} {shown:>7s} {per}",
                       flush=True)
-    bmrm.MERGED_SHARE, simplex_qp._next_compact = SHARE, NEXT
+    simplex_qp._next_compact = NEXT
     save_json(HERE / "results" / "bundle_capacity.json",
               {"lam": LAM, "target": TARGET, "j_star": j_star, "rows": rows,
                "machine": machine()})

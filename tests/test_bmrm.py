@@ -105,8 +105,8 @@ def test_full_bundle_keeps_a_valid_lower_bound():
 
 @pytest.mark.parametrize(("capacity", "d", "merged"), [(8, 20, 2), (24, 40, 3)])
 def test_aggregation_merges_the_smallest_weights_into_one_minorant(capacity, d, merged):
-    """A full bundle whose cuts are all active merges the `MERGED_SHARE` of them with the
-    smallest α (at least 2) into their α-weighted mean: the model's dual value at the
+    """A full bundle whose cuts are all active merges the share ``merge`` (1/8) of them with
+    the smallest α (at least 2) into their α-weighted mean: the model's dual value at the
     carried weights is unchanged, the merged cut lies below the cuts it replaces, the
     other cuts stay, and the Gram matrix stays AAᵀ."""
     from nsjax.solvers.bmrm import BMRM

@@ -32,7 +32,7 @@ on breast cancer in float32 without x64 the hybrid repeated 13 steps while its b
 filling, then went on to converge.)
 
 Full bundle: cuts with α_i = 0 are dropped, oldest first. If every cut is active, the
-``MERGED_SHARE`` (1/8) of them with the smallest α are aggregated into one cut, their
+share ``merge`` (1/8) of them with the smallest α are aggregated into one cut, their
 α-weighted mean (Σ α_i a_i, Σ α_i b_i over Σ α_i): a convex combination of minorants of R is a
 minorant, so the lower bound stays valid, and the model's minimum is unchanged (Kiwiel's
 aggregation, applied to a part of the bundle so that the rest of the model survives).
@@ -121,6 +121,14 @@ class BMRM(Solver):
             9's problems, in 1/2.7 of the time (qp-BMRM) and 1/2 (the Hybrid); 10 the same
             steps as 50 on digits, Letter-like and sparse binary problems, each step 10–30 %
             faster where the QP is a large part of it (``benchmarks/qp_iterations.py``).
+        merge: the share of a full bundle's cuts merged into one when every cut is active
+            (those with the smallest α; at least two). 1 merges the whole bundle: the
+            model starts over from one cut, and until the bundle fills again each step
+            reads fewer cuts. On digits' Crammer–Singer at λ = 1e-5, whose optimal model has
+            ~137 active cuts, the OCAS-like BMRM took 1,720 steps to 1e-3 (2.09 s) with 1,
+            978 (1.12 s) with 1/8, 1,256 with 1/2 and 1,159 with 1/4; where the bundle
+            seldom fills before the target, 1/8 costs up to ~10 % more time
+            (``benchmarks/bundle_capacity.py``, RESULTS.md).
 
     Stops on the certified gap ε_t ≤ tol · max(1, |J|). Its iterates are not monotone in
     J; `solve` returns the best (``sol.history.best`` is the best-so-far curve).
@@ -137,6 +145,7 @@ class BMRM(Solver):
     capacity: int = 128
     line_search: str = "none"
     qp_iterations: int = 10
+    merge: float = 1 / 8
 
     #: With a bias, the model is of R̃(w) = min_b R(Xw + b) (`nsjax.solvers.bias`).
     supports_bias: ClassVar[bool] = True
@@ -148,6 +157,9 @@ class BMRM(Solver):
             raise ValueError(f"line_search must be 'none' or 'exact'; got {self.line_search!r}.")
         if not (isinstance(self.qp_iterations, int) and self.qp_iterations >= 1):
             raise ValueError(f"qp_iterations must be an int >= 1; got {self.qp_iterations!r}.")
+        if not (isinstance(self.merge, (int, float)) and 0 < self.merge <= 1):
+            raise ValueError(f"merge must be a share in (0, 1] of the capacity; got "
+                             f"{self.merge!r}.")
 
     def check(self, problem):
         check_bundle_problem(problem, "BMRM")
@@ -258,7 +270,7 @@ class BMRM(Solver):
         # Every cut active in a full bundle: the next `insert` merges `part`; its merged
         # cut is read from A now (A is read here only, see `insert`), on those steps only
         # (under vmap, a sweep's, on every step: the cond becomes a select).
-        part = aggregation_set(alpha, valid)
+        part = aggregation_set(alpha, valid, self.merge)
         mean = jnp.where(part, alpha, 0.0)
         Apart = jax.lax.cond(
             jnp.all(valid) & jnp.all(alpha > 0),
@@ -326,20 +338,11 @@ def _used_blocks(A, valid):
     return size, (last + size - 1) // size
 
 
-#: The share of a full bundle's cuts that an aggregation merges into one: those with the
-#: smallest α. Merging all of them (nsjax before) left the model a single cut plus the
-#: next ones; on digits' Crammer–Singer at λ = 1e-5, whose optimal model has ~137 active
-#: cuts, the default capacity (128) then aggregated every ~100 steps and the OCAS-like
-#: BMRM took 1,720 steps to 1e-3; merging 1/8 (16 cuts): 978, in 1.12 s against 2.09 s
-#: (`benchmarks/bundle_capacity.py`; 1/2: 1,256 steps, 1/4: 1,159, two cuts: 2,254).
-MERGED_SHARE = 1 / 8
-
-
-def aggregation_set(alpha, valid):
-    """The cuts that an aggregation would merge (`BMRM.insert`): the ``MERGED_SHARE`` of
-    the capacity with the smallest α among the valid ones (at least 2)."""
+def aggregation_set(alpha, valid, share):
+    """The cuts that an aggregation would merge (`BMRM.insert`): the ``share`` of the
+    capacity with the smallest α among the valid ones (at least 2)."""
     c = alpha.shape[0]
-    k = max(2, round(MERGED_SHARE * c))
+    k = max(2, round(share * c))
     order = jnp.argsort(jnp.where(valid, alpha, jnp.inf))
     rank = jnp.zeros(c, jnp.int32).at[order].set(jnp.arange(c, dtype=jnp.int32))
     return valid & (rank < k)
