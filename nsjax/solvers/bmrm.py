@@ -220,7 +220,8 @@ class BMRM(Solver):
         mean = jnp.where(part, alpha / jnp.where(aggregate, weight, 1.0), 0.0)
         into = jnp.argmax(part)
         kept = valid & ~part
-        row = jnp.where(kept, mean @ Q, 0.0).at[into].set(mean @ Q @ mean)
+        mean_Q = mean @ Q
+        row = jnp.where(kept, mean_Q, 0.0).at[into].set(mean_Q @ mean)
         merged_Q = jnp.where(kept[:, None] & kept[None, :], Q, 0.0)
         Q = jnp.where(aggregate, merged_Q.at[into, :].set(row).at[:, into].set(row), Q)
         A = A.at[into].set(jnp.where(aggregate, state.Apart, A[into]))
@@ -342,10 +343,8 @@ def aggregation_set(alpha, valid, share):
     """The cuts that an aggregation would merge (`BMRM.insert`): the ``share`` of the
     capacity with the smallest α among the valid ones (at least 2)."""
     c = alpha.shape[0]
-    k = max(2, round(share * c))
-    order = jnp.argsort(jnp.where(valid, alpha, jnp.inf))
-    rank = jnp.zeros(c, jnp.int32).at[order].set(jnp.arange(c, dtype=jnp.int32))
-    return valid & (rank < k)
+    _, smallest = jax.lax.top_k(jnp.where(valid, -alpha, -jnp.inf), max(2, round(share * c)))
+    return valid & jnp.zeros(c, bool).at[smallest].set(True)
 
 
 def combine_cuts(alpha, A, valid):
