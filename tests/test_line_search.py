@@ -144,19 +144,20 @@ def test_auto_bracket_and_bad_name():
 
 
 @pytest.mark.parametrize("n, r, dtype, gpu_bracket", [
-    (2**22, 2, np.float32, "bisect"), (2**22 - 8, 2, np.float32, "multisect"),
-    (2**22, 2, np.float64, "bisect"), (2**10, 2, np.float64, "multisect"),
-    (2**16, 26, np.float32, "multisect")])
-def test_auto_bracket_on_gpus_multisects_unless_very_many_two_line_examples(n, r, dtype,
-                                                                          gpu_bracket):
+    (2**22, 2, np.float64, "bisect"), (2**22 - 8, 2, np.float64, "multisect"),
+    (2**22, 2, np.float32, "multisect"), (2**10, 2, np.float64, "multisect"),
+    (2**16, 26, np.float32, "multisect"), (2**22, 26, np.float64, "multisect")])
+def test_auto_bracket_on_gpus_multisects_unless_very_many_two_line_float64_examples(
+        n, r, dtype, gpu_bracket):
     # "auto" as lowered for a GPU (no GPU needed to lower) and for the CPU: on CPUs always
-    # the bisection, on GPUs the multisection unless there are BISECT_FROM (2^22) examples
-    # of two lines each (the crossover measured by benchmarks/bracket.py). Neither sorts;
-    # the multisection's program has its 15 points, the bisection's none.
+    # the bisection, on GPUs the multisection unless there are BISECT_FROM (2^22) float64
+    # examples of two lines each (the crossover measured on an H100, RESULTS.md). Neither
+    # sorts; the multisection's program has its 15 points and no loop (its passes are
+    # unrolled: a GPU's while loop syncs with the host every pass), the bisection's a loop.
     from nsjax.solvers.line_search import BISECT_FROM, MULTISECT_WAYS, auto_bracket
 
     assert BISECT_FROM == 2**22 and MULTISECT_WAYS == 16
-    assert auto_bracket((n, r)) == gpu_bracket
+    assert auto_bracket((n, r), dtype) == gpu_bracket
     lines, scalar = jax.ShapeDtypeStruct((n, r), dtype), jax.ShapeDtypeStruct((), dtype)
     search = jax.jit(lambda b, a, c, h: exact_line_search(b, a, c, h).eta)
     traced = search.trace(lines, lines, scalar, scalar)
@@ -164,6 +165,8 @@ def test_auto_bracket_on_gpus_multisects_unless_very_many_two_line_examples(n, r
         program = traced.lower(lowering_platforms=(platform,)).as_text()
         assert "stablehlo.sort" not in program, platform
         assert ("tensor<15x" in program) == (bracket == "multisect"), platform
+        if r == 2:  # (the envelope of 26 lines has loops of its own)
+            assert ("stablehlo.while" in program) == (bracket == "bisect"), platform
 
 
 @pytest.mark.parametrize("bracket", BRACKETS)

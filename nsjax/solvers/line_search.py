@@ -11,7 +11,9 @@ bracketing, for losses without lines.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -157,7 +159,7 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
     eta, jump, rows = kinks(b, a)
     if bracket == "auto":
         lo = jax.lax.platform_dependent(eta, jump, rows, c, h, cpu=_bracket_by_bisection,
-                                        default=_BRACKETS[auto_bracket(b.shape)])
+                                        default=_BRACKETS[auto_bracket(b.shape, b.dtype)])
     else:
         lo = _BRACKETS[bracket](eta, jump, rows, c, h)
     eta, jump = eta.ravel(), jump.ravel()
@@ -180,21 +182,23 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
     return LineSearchResult(eta_star, passed, c < 0, theta)
 
 
-#: Off CPUs "auto" bisects from this many examples with two lines each, and multisects
-#: below and for more lines. On an H100 one search took (multisect with 32 ways / bisect /
-#: sort, float32): 0.27 / 0.81 / 0.41 ms at n = 2¹⁰, 0.55 / 0.93 / 1.08 at 2²⁰ and 1.28 /
-#: 0.99 / 4.44 at 2²²; with 26 lines per example 0.47-1.05 against sorting's 0.56-1.27 and
-#: bisection's 7.8-11.2 (n = 2⁸ … 2¹⁶; `benchmarks/bracket.py`).
+#: Off CPUs "auto" bisects float64 lines from this many examples with two lines each, and
+#: multisects otherwise. On an H100 one search took (multisect / bisect / sort): float32
+#: 0.23 / 0.77 / 0.98 ms at n = 2²⁰ and 0.63 / 0.97 / – at 2²², float64 0.62 / 1.66 / 1.20
+#: at 2²⁰ but 5.77 / 3.14 / – at 2²²; with 26 lines per example (n = 2¹⁴) multisect 0.47
+#: (float64 0.71) against sorting's 0.79 (0.97) and bisection's ~8 ms (`benchmarks/bracket.py`
+#: and the multisection unrolled, RESULTS.md).
 BISECT_FROM = 2**22
 
 
-def auto_bracket(shape) -> str:
-    """The bracket "auto" uses off CPUs for lines of this (n, r) shape: the
+def auto_bracket(shape, dtype) -> str:
+    """The bracket "auto" uses off CPUs for lines of this (n, r) shape and dtype: the
     multisection (few passes, for a device where a pass costs its launch and sync more
-    than its bytes), or the bisection for very many two-line examples (each of its passes
-    does 1/15 of the multisection's work)."""
+    than its bytes), or the bisection for very many two-line examples in float64 (each of
+    its passes does 1/15 of the multisection's work, and float64 work is dear on GPUs)."""
     n, r = shape[-2:]
-    return "bisect" if r == 2 and n >= BISECT_FROM else "multisect"
+    wide = jnp.dtype(dtype).itemsize == 8
+    return "bisect" if wide and r == 2 and n >= BISECT_FROM else "multisect"
 
 
 def _check_bracket(bracket):
@@ -238,15 +242,22 @@ MULTISECT_WAYS = 16
 def _bracket_by_multisection(eta, jump, rows, c, h):
     """lo for `exact_line_search`: the bisection's bracket, cut into `MULTISECT_WAYS`
     pieces per pass instead of two. F at 15 points costs one read of the kinks like F at
-    one, and the passes drop from ≤ 32 to ≤ 8 in float32 (≤ 64 to ≤ 16 in float64): for a
-    GPU, where a pass costs its launch and sync more than its bytes. Same lo as the
-    bisection (both end at the two neighbouring floats around F's sign change), up to the
-    rounding of F's sum where there are several rows of kinks (it sums them in one go)."""
+    one, and the passes drop from ≤ 32 to 8 in float32 (≤ 64 to 16 in float64): for a
+    GPU, where a pass costs its launch and sync more than its bytes. The passes are a fixed
+    number, unrolled (a pass on a bracket already down to two neighbouring floats leaves
+    it), because a GPU's while loop reads its condition back to the host after every pass:
+    on an H100 one search at n = 2²⁰ (two lines, float32) took 0.24 ms unrolled against
+    0.35 ms in a while loop, and the Hybrid's step on the 1M × 1M text-like set 1.54 against
+    1.69 ms. Same lo as the bisection (both end at the two neighbouring floats around F's
+    sign change), up to the rounding of F's sum where there are several rows of kinks (it
+    sums them in one go)."""
     return _bracket_by_sections(eta, jump, rows, c, h, ways=MULTISECT_WAYS)
 
 
 def _bracket_by_sections(eta, jump, rows, c, h, ways):
-    """Shrink [0, last kink] on F's bit patterns to lo, lo + 1 ulp, ``ways`` pieces a pass."""
+    """Shrink [0, last kink] on F's bit patterns to lo, lo + 1 ulp, ``ways`` pieces a pass:
+    in a while loop for the bisection (ways = 2: it stops as soon as it can), in a fixed
+    number of unrolled passes otherwise (`_bracket_by_multisection`)."""
     finite = jnp.isfinite(eta)
 
     def passed_jumps(x, kinks, jumps):  # Σ jumps of the kinks ≤ x, for each point x
@@ -285,8 +296,14 @@ def _bracket_by_sections(eta, jump, rows, c, h, ways):
 
     start = jnp.where(some_kink_passes, 0.0, last).astype(eta.dtype)
     bits = jax.lax.bitcast_convert_type(jnp.stack([start, last]), itype)
-    lo_bits, _ = jax.lax.while_loop(cond, body, (bits[0], bits[1]))
-    return to_float(lo_bits)
+    bounds = (bits[0], bits[1])
+    if ways == 2:
+        lo_bits, _ = jax.lax.while_loop(cond, body, bounds)
+        return to_float(lo_bits)
+    # The floats ≥ 0 have 8·itemsize − 1 bits of pattern; each pass takes log₂(ways) off.
+    for _ in range(math.ceil((8 * eta.dtype.itemsize - 1) / math.log2(ways))):
+        bounds = jax.tree.map(partial(jnp.where, cond(bounds)), body(bounds), bounds)
+    return to_float(bounds[0])
 
 
 _BRACKETS = {"sort": _bracket_by_sort, "bisect": _bracket_by_bisection,
