@@ -108,6 +108,42 @@ def test_sort_and_bisection_brackets_agree_on_large_instances(dtype):
                 assert val <= phi_numpy(other, b, a, c_reg, h) + 1e-12 * abs(val)
 
 
+@pytest.mark.parametrize("ties", [False, True])
+def test_bisection_stops_at_one_kink_left_and_leaves_what_the_search_needs(ties):
+    # The bisection stops once at most one kink is left in (lo, hi] and steps lo over it
+    # where F < 0 there. Its lo must still be what exact_line_search relies on: F(lo) < 0
+    # and no kink strictly between lo and the first kink κ* with F(κ*) ≥ 0 (F in float64
+    # numpy, on the sorted kinks). Over these lines it stops both ways: at a stepped-over
+    # kink, and short of κ* with no kink in between.
+    from nsjax.solvers.line_search import _bracket_by_bisection, kinks, sup_slope_at_zero
+
+    bracket = jax.jit(_bracket_by_bisection)
+    rng = np.random.default_rng(5)
+    stepped_over = stopped_short = 0
+    for trial in range(60):
+        b, a = random_hinge_lines(rng, 300, ties=ties)
+        c_reg = -abs(rng.normal()) - np.sum(np.maximum(a[:, 1], 0)) * rng.uniform(0, 1)
+        h = [0.0, 1e-3, 1.0][trial % 3]
+        eta, jump, rows = kinks(jnp.asarray(b), jnp.asarray(a))
+        c = c_reg + float(sup_slope_at_zero(jnp.asarray(b), jnp.asarray(a)))
+        lo = float(bracket(eta, jump, rows, c, h))
+        e, j = np.asarray(eta).ravel(), np.asarray(jump).ravel()
+        e, j = e[np.isfinite(e)], j[np.isfinite(e)]
+
+        def F(x, e=e, j=j, c=c, h=h):
+            return c + h * x + np.sum(j[e <= x])
+
+        if c >= 0 or F(e.max()) < 0:  # no search: lo is the last kink
+            assert lo == e.max()
+            continue
+        assert F(lo) < 0
+        first = np.min([x for x in e if F(x) >= 0])  # κ*
+        assert not np.any((e > lo) & (e < first)), (trial, lo, first)
+        stepped_over += bool(np.any(e == lo))
+        stopped_short += bool(np.nextafter(lo, np.inf) < first and not np.any(e == lo))
+    assert stepped_over > 0 and stopped_short > 0, (stepped_over, stopped_short)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
 def test_brackets_agree_where_the_root_rounds(dtype):
     # Many (c, h) on the same lines, so that η* is often the root of a quadratic piece,

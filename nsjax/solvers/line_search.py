@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -225,11 +224,71 @@ def _bracket_by_bisection(eta, jump, rows, c, h):
     """lo for `exact_line_search` without sorting: bisect [0, last kink] on F.
 
     The integer bit patterns of floats ≥ 0 are in the floats' order, so bisecting them
-    shrinks the bracket F(lo) < 0 ≤ F(hi) to two neighbouring floats in at most 64 passes
-    of O(n) work each; no kink then lies strictly between lo and hi. Each pass reads only
-    the first `rows` rows of kinks (on Letter-like data 7 of 26: the rest are empty).
+    shrinks the bracket F(lo) < 0 ≤ F(hi) towards two neighbouring floats, one O(n) pass
+    per halving. Each pass also counts the kinks ≤ its midpoint (one reduction with two
+    sums), and the bisection stops as soon as at most one kink is left in (lo, hi]: then
+    one more pass at that kink κ moves lo to κ where F(κ) < 0, so that no kink lies between
+    lo and the first kink where F ≥ 0, as if the bracket had shrunk to neighbouring floats.
+    That takes ~10 + log₂(kinks) passes instead of up to 64 (float64, 50,000 examples of two
+    lines: 23 passes, 0.36 against 0.73 ms on the 2-core CPU). Each pass reads only the
+    first `rows` rows of kinks (on Letter-like data 7 of 26: the rest are empty).
     """
-    return _bracket_by_sections(eta, jump, rows, c, h, ways=2)
+    finite = jnp.isfinite(eta)
+
+    # Sums of float16 jumps in float32, as jnp.sum does (the multisection's F).
+    wide = jnp.promote_types(jump.dtype, jnp.float32)
+
+    def F_and_count(x):  # F(x) and the number of kinks ≤ x, in one pass over the rows
+        def row(t, total):
+            below = eta[t] <= x
+            sums = jax.lax.reduce(
+                (jnp.where(below, jump[t], 0.0).astype(wide), below.astype(jnp.int32)),
+                (jnp.zeros((), wide), jnp.zeros((), jnp.int32)),
+                lambda p, q: (p[0] + q[0], p[1] + q[1]), (0,))
+            return total[0] + sums[0].astype(jump.dtype), total[1] + sums[1]
+
+        zero = (jnp.zeros((), jump.dtype), jnp.zeros((), jnp.int32))
+        passed, count = (row(0, zero) if eta.shape[0] == 1
+                         else jax.lax.fori_loop(0, rows, row, zero))
+        return c + h * x + passed, count
+
+    last = jnp.max(jnp.where(finite, eta, 0.0))  # 0 when there is no kink ahead
+    F_last, count_last = F_and_count(last)
+    searching = jnp.any(finite) & (F_last >= 0) & (c < 0)
+    start = jnp.where(searching, 0.0, last).astype(eta.dtype)
+    to_bits, to_float = _bit_patterns(eta.dtype)
+
+    class Bracket(NamedTuple):
+        lo: jax.Array  # bit patterns, F(lo) < 0 ≤ F(hi)
+        hi: jax.Array
+        lo_count: jax.Array  # kinks ≤ lo, ≤ hi
+        hi_count: jax.Array
+
+    def cond(b):
+        return searching & (b.hi - b.lo > 1) & (b.hi_count - b.lo_count > 1)
+
+    def body(b):
+        mid = b.lo + (b.hi - b.lo) // 2
+        F, count = F_and_count(to_float(mid))
+        below = F < 0
+        return Bracket(jnp.where(below, mid, b.lo), jnp.where(below, b.hi, mid),
+                       jnp.where(below, count, b.lo_count), jnp.where(below, b.hi_count, count))
+
+    # Every kink is > 0 (`kinks`), so none is ≤ start = 0 while searching.
+    b = jax.lax.while_loop(cond, body, Bracket(to_bits(start), to_bits(last),
+                                               jnp.zeros((), jnp.int32), count_last))
+    lo = to_float(b.lo)
+    kink = jnp.min(jnp.where(finite & (eta > lo), eta, jnp.inf))  # the one left, if any
+    step_over = searching & jnp.isfinite(kink) & (F_and_count(kink)[0] < 0)
+    return jnp.where(step_over, kink, lo)
+
+
+def _bit_patterns(dtype):
+    """(to_bits, to_float): floats ≥ 0 to their integer bit patterns (in the same order)
+    and back."""
+    itype = {2: jnp.int16, 4: jnp.int32, 8: jnp.int64}[jnp.dtype(dtype).itemsize]
+    return (lambda x: jax.lax.bitcast_convert_type(x, itype),
+            lambda bits: jax.lax.bitcast_convert_type(bits, dtype))
 
 
 #: The multisection's pieces per pass: it evaluates F at MULTISECT_WAYS − 1 points at once.
@@ -241,69 +300,39 @@ MULTISECT_WAYS = 16
 
 def _bracket_by_multisection(eta, jump, rows, c, h):
     """lo for `exact_line_search`: the bisection's bracket, cut into `MULTISECT_WAYS`
-    pieces per pass instead of two. F at 15 points costs one read of the kinks like F at
-    one, and the passes drop from ≤ 32 to 8 in float32 (≤ 64 to 16 in float64): for a
-    GPU, where a pass costs its launch and sync more than its bytes. The passes are a fixed
-    number, unrolled (a pass on a bracket already down to two neighbouring floats leaves
-    it), because a GPU's while loop reads its condition back to the host after every pass:
-    on an H100 one search at n = 2²⁰ (two lines, float32) took 0.24 ms unrolled against
-    0.35 ms in a while loop, and the Hybrid's step on the 1M × 1M text-like set 1.54 against
-    1.69 ms. Same lo as the bisection (both end at the two neighbouring floats around F's
-    sign change), up to the rounding of F's sum where there are several rows of kinks (it
-    sums them in one go)."""
-    return _bracket_by_sections(eta, jump, rows, c, h, ways=MULTISECT_WAYS)
-
-
-def _bracket_by_sections(eta, jump, rows, c, h, ways):
-    """Shrink [0, last kink] on F's bit patterns to lo, lo + 1 ulp, ``ways`` pieces a pass:
-    in a while loop for the bisection (ways = 2: it stops as soon as it can), in a fixed
-    number of unrolled passes otherwise (`_bracket_by_multisection`)."""
+    pieces per pass instead of two, down to two neighbouring floats. F at 15 points costs
+    one read of the kinks like F at one, and the passes drop from ≤ 32 to 8 in float32
+    (≤ 64 to 16 in float64): for a GPU, where a pass costs its launch and sync more than
+    its bytes. The passes are a fixed number, unrolled (a pass on a bracket already down to
+    two neighbouring floats leaves it), because a GPU's while loop reads its condition back
+    to the host after every pass: on an H100 one search at n = 2²⁰ (two lines, float32)
+    took 0.24 ms unrolled against 0.35 ms in a while loop, and the Hybrid's step on the
+    1M × 1M text-like set 1.54 against 1.69 ms. Same η* as the bisection, up to the
+    rounding of F's sum where there are several rows of kinks (it sums them in one go: a
+    loop over rows would cost a GPU one sync per row and pass)."""
+    ways = MULTISECT_WAYS
     finite = jnp.isfinite(eta)
+    kinks, jumps = eta.ravel(), jump.ravel()  # unused slots: eta = inf, jump = 0
 
-    def passed_jumps(x, kinks, jumps):  # Σ jumps of the kinks ≤ x, for each point x
-        return jnp.sum(jnp.where(kinks <= x[:, None], jumps, 0.0), axis=-1)
-
-    def F(x):
-        if eta.shape[0] == 1 or ways > 2:
-            # One reduction over all slots (unused ones: eta = inf, jump = 0): a loop over
-            # rows would cost a GPU one sync per row and pass.
-            return c + h * x + passed_jumps(x, eta.ravel(), jump.ravel())
-        # The bisection (CPUs) reads only the used rows.
-        return c + h * x + jax.lax.fori_loop(
-            0, rows, lambda t, total: total + passed_jumps(x, eta[t], jump[t]),
-            jnp.zeros_like(x))
+    def F(x):  # at each point x
+        return c + h * x + jnp.sum(jnp.where(kinks <= x[:, None], jumps, 0.0), axis=-1)
 
     last = jnp.max(jnp.where(finite, eta, 0.0))  # 0 when there is no kink ahead
-    some_kink_passes = jnp.any(finite) & (F(last[None])[0] >= 0)
-    itype = {2: jnp.int16, 4: jnp.int32, 8: jnp.int64}[eta.dtype.itemsize]
-    j = jnp.arange(1, ways, dtype=itype)
-
-    def to_float(bits):
-        return jax.lax.bitcast_convert_type(bits, eta.dtype)
-
-    def cond(bounds):
-        lo_bits, hi_bits = bounds
-        return some_kink_passes & (c < 0) & (hi_bits - lo_bits > 1)
-
-    def body(bounds):
-        lo_bits, hi_bits = bounds
-        gap = hi_bits - lo_bits
-        # lo + gap·j/ways without overflowing the integer type; nondecreasing in j.
-        points = lo_bits + (gap // ways) * j + ((gap % ways) * j) // ways
-        below = jnp.sum(F(to_float(points)) < 0)  # F is nondecreasing: a prefix is < 0
-        ends = jnp.concatenate([lo_bits[None], points, hi_bits[None]])
-        return ends[below], ends[below + 1]
-
-    start = jnp.where(some_kink_passes, 0.0, last).astype(eta.dtype)
-    bits = jax.lax.bitcast_convert_type(jnp.stack([start, last]), itype)
-    bounds = (bits[0], bits[1])
-    if ways == 2:
-        lo_bits, _ = jax.lax.while_loop(cond, body, bounds)
-        return to_float(lo_bits)
+    searching = jnp.any(finite) & (F(last[None])[0] >= 0) & (c < 0)
+    start = jnp.where(searching, 0.0, last).astype(eta.dtype)
+    to_bits, to_float = _bit_patterns(eta.dtype)
+    lo, hi = to_bits(start), to_bits(last)
+    j = jnp.arange(1, ways, dtype=lo.dtype)
     # The floats ≥ 0 have 8·itemsize − 1 bits of pattern; each pass takes log₂(ways) off.
     for _ in range(math.ceil((8 * eta.dtype.itemsize - 1) / math.log2(ways))):
-        bounds = jax.tree.map(partial(jnp.where, cond(bounds)), body(bounds), bounds)
-    return to_float(bounds[0])
+        gap = hi - lo
+        # lo + gap·j/ways without overflowing the integer type; nondecreasing in j.
+        points = lo + (gap // ways) * j + ((gap % ways) * j) // ways
+        below = jnp.sum(F(to_float(points)) < 0)  # F is nondecreasing: a prefix is < 0
+        ends = jnp.concatenate([lo[None], points, hi[None]])
+        moving = searching & (gap > 1)
+        lo, hi = jnp.where(moving, ends[below], lo), jnp.where(moving, ends[below + 1], hi)
+    return to_float(lo)
 
 
 _BRACKETS = {"sort": _bracket_by_sort, "bisect": _bracket_by_bisection,
