@@ -2,9 +2,9 @@
 
 `nsjax.solvers.line_search.exact_line_search` finds the kink before η* either by sorting all
 kinks ("sort", Alg. 3 of the subLBFGS paper), by bisecting F on the floats' bit patterns
-("bisect", one O(n) pass per halving: 32 passes in float32, 64 in float64), or by cutting
-the bracket into ``MULTISECT_WAYS`` = 16 pieces a pass ("multisect": ≤ 8 passes in float32,
-≤ 16 in float64, each evaluating F at 15 points). "auto" picks one per platform and shape;
+("bisect", one O(n) pass per halving until one kink is left in the bracket: ~10 + log₂ n
+passes), or by cutting the bracket into ``MULTISECT_WAYS`` = 16 pieces a pass ("multisect":
+8 passes in float32, 16 in float64, unrolled, each evaluating F at 15 points). "auto" picks one per platform and shape;
 this script measures where each is faster. Then, at the largest n ≤ 2²⁰ of each r, the
 multisection with 8, 32, 64 and 128 pieces a pass.
 
