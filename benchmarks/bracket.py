@@ -4,9 +4,9 @@
 kinks ("sort", Alg. 3 of the subLBFGS paper), by bisecting F on the floats' bit patterns
 ("bisect", one O(n) pass per halving until one kink is left in the bracket: ~10 + log₂ n
 passes), or by cutting the bracket into ``MULTISECT_WAYS`` = 16 pieces a pass ("multisect":
-8 passes in float32, 16 in float64, unrolled, each evaluating F at 15 points). "auto" picks one per platform and shape;
-this script measures where each is faster. Then, at the largest n ≤ 2²⁰ of each r, the
-multisection with 8, 32, 64 and 128 pieces a pass.
+8 passes in float32, 16 in float64, unrolled, each evaluating F at 15 points). "auto"
+picks one per platform and shape; this script measures where each is faster. Then, at
+the largest n ≤ 2²⁰ of each r, the multisection with 8, 32, 64 and 128 pieces a pass.
 
 For each dtype, r lines per example (r = 2: a binary hinge's two lines; r = 26: a
 Crammer–Singer line per class, as on Letter) and n, random lines (offsets and slopes

@@ -183,10 +183,10 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
 
 #: Off CPUs "auto" bisects float64 lines from this many examples with two lines each, and
 #: multisects otherwise. On an H100 one search took (multisect / bisect / sort): float32
-#: 0.23 / 0.77 / 0.98 ms at n = 2²⁰ and 0.63 / 0.97 / – at 2²², float64 0.62 / 1.66 / 1.20
-#: at 2²⁰ but 5.77 / 3.14 / – at 2²²; with 26 lines per example (n = 2¹⁴) multisect 0.47
-#: (float64 0.71) against sorting's 0.79 (0.97) and bisection's ~8 ms (`benchmarks/bracket.py`
-#: and the multisection unrolled, RESULTS.md).
+#: 0.25 / 0.68 / 1.03 ms at n = 2²⁰ and 0.65 / 0.95 / – at 2²², float64 0.63 / 0.87 / 1.21
+#: at 2²⁰ but 5.72 / 1.93 / – at 2²²; with 26 lines per example (n = 2¹⁴) multisect 0.53
+#: (float64 0.72) against sorting's 0.98 (0.94) and bisection's ~8 ms (RESULTS.md, "The
+#: multisection unrolled").
 BISECT_FROM = 2**22
 
 
