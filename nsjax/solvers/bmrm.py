@@ -11,16 +11,20 @@ Certified gap: every dual point α gives D(α) = −αᵀQα/(2λ) + bᵀα ≤ 
 at the QP's optimum) bounds the suboptimality of the best iterate, which is what
 `Solution.w` returns (BMRM's iterates are not monotone in J; the loop keeps the best).
 
-Precision: the bundle (cuts A, offsets b, Gram matrix Q, weights α) is held in float64
-whenever JAX has it (``jax_enable_x64``), whatever the problem's dtype (`bundle_dtype`). The
-QP weighs Q by 1/λ, and at the optimum the cuts nearly cancel: ‖Σ α_i a_i‖² = λ²‖w‖² is
-orders of magnitude below the entries ⟨a_i, a_j⟩ it is made of, so Q must be exact to about
-λ · tol · J. A float32 Gram row over d = 10⁶ coordinates is off by ~3e-5 of its size; at
-λ = 1e-6 that moved the model's value by 7e-3 and left the float32 OCAS-like solve on a
-fixed point (the cut at the model's minimizer already in the bundle) 1 % above J* for 1,400
-steps (issue 14, `benchmarks/large_scale.py`). Reading A in float64 costs 2 × 20 ms a step
-more at c = 128, d = 10⁶ on a 2-core CPU. Without x64 the bundle is float32 and that
-failure remains possible for tiny λ on large d.
+Precision: the bundle's arithmetic (offsets b, Gram matrix Q, weights α, the combination
+Σ α_i a_i) is float64 whenever JAX has it (``jax_enable_x64``), whatever the problem's dtype
+(`bundle_dtype`). The QP weighs Q by 1/λ, and at the optimum the cuts nearly cancel:
+‖Σ α_i a_i‖² = λ²‖w‖² is orders of magnitude below the entries ⟨a_i, a_j⟩ it is made of, so
+Q must be exact to about λ · tol · J. A Gram row summed in float32 over d = 10⁶ coordinates
+is off by ~3e-5 of its size; at λ = 1e-6 that moved the model's value by 7e-3 and left the
+float32 OCAS-like solve on a fixed point (the cut at the model's minimizer already in the
+bundle) 1 % above J* for 1,400 steps (issue 14, `benchmarks/large_scale.py`). The cuts A
+themselves are stored in the problem's dtype, in which they are computed (a = Xᵀu): a
+float32 cut read into a float64 sum loses nothing, and reading A is most of what the
+bundle costs a step (the Gram row and the combination, two passes). Only a merged cut
+(below), a float64 mean, is rounded to the problem's dtype when stored, as every float32
+cut already is. Without x64 the bundle is float32 and the failure above remains possible
+for tiny λ on large d.
 
 A step that leaves both the iterate and the model's minimizer exactly as they were counts as
 a repeat (``stats["repeats"]``, reset by any step that moves). After ``capacity`` repeats
@@ -57,8 +61,9 @@ from nsjax.solvers.simplex_qp import solve_simplex_qp
 OCAS_MU = 0.1
 
 
-#: The BundleState fields held in `bundle_dtype` (float64 with x64, whatever the problem's).
-WIDE_FIELDS = ("cut_q", "A", "b", "Q", "alpha", "Aalpha", "Apart")
+#: The BundleState fields held in `bundle_dtype` (float64 with x64, whatever the problem's);
+#: the cuts A are in the problem's dtype.
+WIDE_FIELDS = ("cut_q", "b", "Q", "alpha", "Aalpha", "Apart")
 
 
 class BundleState(NamedTuple):
@@ -68,7 +73,7 @@ class BundleState(NamedTuple):
     cut_a: jax.Array  # the cut at w_t, not yet in the bundle
     cut_b: jax.Array
     cut_q: jax.Array  # (capacity,) ⟨a_i, cut_a⟩ against the bundle as it stands (0 off valid)
-    A: jax.Array  # (capacity, *w.shape) cut gradients
+    A: jax.Array  # (capacity, *w.shape) cut gradients, in the problem's dtype
     b: jax.Array  # (capacity,) cut offsets
     Q: jax.Array  # (capacity, capacity) Gram matrix ⟨a_i, a_j⟩
     valid: jax.Array  # (capacity,) slots in use
@@ -173,27 +178,30 @@ class BMRM(Solver):
         return self.empty_start(core, S, a, b)
 
     def empty_start(self, core, S, cut_a, cut_b) -> BundleState:
-        """`warm_start` with an empty bundle, in `bundle_dtype`."""
+        """`warm_start` with an empty bundle: A in the problem's dtype, b in `bundle_dtype`."""
         c, bdt = self.capacity, bundle_dtype(core.w.dtype)
-        return self.warm_start(core, S, cut_a, cut_b, jnp.zeros((c,) + core.w.shape, bdt),
+        return self.warm_start(core, S, cut_a, cut_b,
+                               jnp.zeros((c,) + core.w.shape, core.w.dtype),
                                jnp.zeros(c, bdt), jnp.zeros(c, bool), jnp.zeros(c, jnp.int32))
 
     def warm_start(self, core, S, cut_a, cut_b, A, b, valid, age) -> BundleState:
         """The state at ``core.w`` (scores S, pending cut (cut_a, cut_b) taken there) whose
         bundle already holds the cuts (A, b) on the slots ``valid`` (insertion order
         ``age``): any minorants of R, e.g. another solver's subgradients (the hybrid).
-        ``core.stats`` must hold BMRM's counters; A and b are in `bundle_dtype`."""
+        ``core.stats`` must hold BMRM's counters; A is in the problem's dtype, b in
+        `bundle_dtype`."""
         axes = tuple(range(1, A.ndim))
-        c = self.capacity
+        c, wide = self.capacity, b.dtype
         Q, q = jax.lax.cond(
             jnp.any(valid),
-            lambda: (jnp.tensordot(A, A, axes=(axes, axes)), self.gram_row(A, valid, cut_a)),
-            lambda: (jnp.zeros((c, c), A.dtype), jnp.zeros(c, A.dtype)))
+            lambda: (jnp.tensordot(A, A, axes=(axes, axes), preferred_element_type=wide),
+                     self.gram_row(A, valid, cut_a)),
+            lambda: (jnp.zeros((c, c), wide), jnp.zeros(c, wide)))
         Q = jnp.where(valid[:, None] & valid[None, :], Q, 0.0)
         return BundleState(core=core, S=S, cut_a=cut_a, cut_b=cut_b, cut_q=q, A=A, b=b, Q=Q,
-                           valid=valid, age=age, alpha=jnp.zeros(c, A.dtype),
-                           Aalpha=jnp.zeros(cut_a.shape, A.dtype), part=jnp.zeros(c, bool),
-                           Apart=jnp.zeros(cut_a.shape, A.dtype))
+                           valid=valid, age=age, alpha=jnp.zeros(c, wide),
+                           Aalpha=jnp.zeros(cut_a.shape, wide), part=jnp.zeros(c, bool),
+                           Apart=jnp.zeros(cut_a.shape, wide))
 
     def insert(self, state: BundleState) -> BundleState:
         """Put the pending cut into the bundle, making room first if it is full.
@@ -206,7 +214,7 @@ class BMRM(Solver):
         it is written makes XLA copy it at every step (measured in the hybrid's HLO).
         """
         A, b, Q, valid, age, alpha = state.A, state.b, state.Q, state.valid, state.age, state.alpha
-        a, q = state.cut_a.astype(A.dtype), state.cut_q  # in `bundle_dtype`
+        a, q = state.cut_a.astype(A.dtype), state.cut_q  # q in `bundle_dtype`
         full = jnp.all(valid)
         inactive = valid & (alpha <= 0)
         aggregate = full & ~jnp.any(inactive)
@@ -214,7 +222,8 @@ class BMRM(Solver):
         # (`Apart`): a convex combination of minorants is a minorant, and the model's
         # minimum is unchanged, attained with the merged cut weighted Σ_part α_i. Its Gram
         # row and offset are the same means of Q's rows and b. The merged slots' rows of A
-        # are left as they are (off `valid`, never read).
+        # are left as they are (off `valid`, never read). The merged cut is rounded to A's
+        # dtype (module docstring: Precision).
         part = state.part
         weight = jnp.sum(jnp.where(part, alpha, 0.0))
         mean = jnp.where(part, alpha / jnp.where(aggregate, weight, 1.0), 0.0)
@@ -224,7 +233,7 @@ class BMRM(Solver):
         row = jnp.where(kept, mean_Q, 0.0).at[into].set(mean_Q @ mean)
         merged_Q = jnp.where(kept[:, None] & kept[None, :], Q, 0.0)
         Q = jnp.where(aggregate, merged_Q.at[into, :].set(row).at[:, into].set(row), Q)
-        A = A.at[into].set(jnp.where(aggregate, state.Apart, A[into]))
+        A = A.at[into].set(jnp.where(aggregate, state.Apart.astype(A.dtype), A[into]))
         q = jnp.where(aggregate, jnp.where(kept, q, 0.0).at[into].set(mean @ q), q)
         b = jnp.where(aggregate, jnp.where(kept, b, 0.0).at[into].set(mean @ b), b)
         valid = jnp.where(aggregate, kept.at[into].set(True), valid)
@@ -234,7 +243,7 @@ class BMRM(Solver):
         oldest_inactive = jnp.argmin(jnp.where(inactive, age, big))
         free_slot = jnp.argmin(valid)
         slot = jnp.where(full & ~aggregate, oldest_inactive, free_slot)
-        q = jnp.where(valid, q, 0.0).at[slot].set(jnp.vdot(a, a))
+        q = jnp.where(valid, q, 0.0).at[slot].set(jnp.vdot(a.astype(q.dtype), a.astype(q.dtype)))
         Q = Q.at[slot, :].set(q).at[:, slot].set(q)
         A = A.at[slot].set(a)
         b = b.at[slot].set(state.cut_b)
@@ -312,17 +321,18 @@ class BMRM(Solver):
 
     @staticmethod
     def gram_row(A, valid, a):
-        """⟨a_i, a⟩ for the bundle's cuts (0 off ``valid``), in A's dtype, reading A's used
-        blocks only (`_used_blocks`)."""
-        a = a.astype(A.dtype)
+        """⟨a_i, a⟩ for the bundle's cuts (0 off ``valid``), summed in `bundle_dtype`, reading
+        A's used blocks only (`_used_blocks`)."""
+        wide = bundle_dtype(A.dtype)
+        a = a.astype(wide)
         size, blocks = _used_blocks(A, valid)
 
         def block(k, q):
-            rows = jax.lax.dynamic_slice_in_dim(A, k * size, size)
+            rows = jax.lax.dynamic_slice_in_dim(A, k * size, size).astype(wide)
             return jax.lax.dynamic_update_slice_in_dim(
                 q, jnp.tensordot(rows, a, axes=a.ndim), k * size, 0)
 
-        q = jax.lax.fori_loop(0, blocks, block, jnp.zeros(A.shape[0], A.dtype))
+        q = jax.lax.fori_loop(0, blocks, block, jnp.zeros(A.shape[0], wide))
         return jnp.where(valid, q, 0.0)
 
 
@@ -348,16 +358,16 @@ def aggregation_set(alpha, valid, share):
 
 
 def combine_cuts(alpha, A, valid):
-    """Σ_i α_i a_i over the bundle (α is 0 off ``valid``), reading A's used blocks only
-    (`_used_blocks`)."""
+    """Σ_i α_i a_i over the bundle (α is 0 off ``valid``), in α's dtype (`bundle_dtype`),
+    reading A's used blocks only (`_used_blocks`)."""
     size, blocks = _used_blocks(A, valid)
 
     def block(k, total):
-        rows = jax.lax.dynamic_slice_in_dim(A, k * size, size)
+        rows = jax.lax.dynamic_slice_in_dim(A, k * size, size).astype(alpha.dtype)
         weights = jax.lax.dynamic_slice_in_dim(alpha, k * size, size)
         return total + jnp.tensordot(weights, rows, axes=1)
 
-    return jax.lax.fori_loop(0, blocks, block, jnp.zeros(A.shape[1:], A.dtype))
+    return jax.lax.fori_loop(0, blocks, block, jnp.zeros(A.shape[1:], alpha.dtype))
 
 
 def terminate_bundle(stats, best, tol, capacity):
