@@ -27,7 +27,9 @@ of the layout, GB/s it reaches against the measured read bandwidth) and
 ``--split`` times instead where nsjax's own layouts (the row head for X p, the buckets for
 Xᵀu, as a GPU gets them) spend their time: the product; the *stream* alone (every stored
 value summed by row: the same reads of the values, no gather of v); the *gather* alone (v
-at every stored index summed by row: the index reads and the gather, no values). It also
+at every stored index summed by row: the index reads and the gather, no values), for Xᵀu
+also with u in bfloat16 and in int8 (a hinge's u is mostly 0 or ±1/n: would fewer bytes a
+gathered entry help? On an H100 they did not: 0.50 and 0.53 ms against 0.53 ms). It also
 counts the 32-byte sectors of v that the gathers touch (8 float32 entries each, per row of
 the layout), the traffic a gather makes in the GPU's L2 cache where v fits in it.
 
@@ -121,8 +123,10 @@ def stream_only(c, v):
 
 @jax.jit
 def gather_only(c, v):
-    """Σ of v at the stored indices by row: the index reads and the gather, no values."""
-    return c._rows_sum(lambda value, index: v.at[index].get(mode="promise_in_bounds"))
+    """Σ of v at the stored indices by row: the index reads and the gather, no values (v of
+    any dtype, summed in the values' dtype)."""
+    return c._rows_sum(lambda value, index: v.at[index].get(
+        mode="promise_in_bounds").astype(value.dtype))
 
 
 def sectors_per_entry(M: sp.csr_matrix, per: int = 8) -> float:
@@ -144,9 +148,13 @@ def split(X: sp.csr_matrix, bw: float, res: dict) -> None:
             name = f"length buckets ({len(layout.index)})"
         v = jnp.asarray(rng.standard_normal(M.shape[1]), jnp.float32)
         b, sectors = nbytes(layout), sectors_per_entry(M)
-        for part, fn in (("product", layout_mv), ("stream", stream_only),
-                         ("gather", gather_only)):
-            t = best_of(fn, layout, v, reps=REPEATS)
+        parts = [("product", layout_mv, v), ("stream", stream_only, v),
+                 ("gather", gather_only, v)]
+        if direction == "Xᵀu":  # a narrower u: fewer bytes per gathered entry, as many gathers
+            parts += [("gather bf16", gather_only, v.astype(jnp.bfloat16)),
+                      ("gather int8", gather_only, jnp.sign(v).astype(jnp.int8))]
+        for part, fn, vec in parts:
+            t = best_of(fn, layout, vec, reps=REPEATS)
             res["rows"].append({"product": direction, "layout": name, "part": part,
                                 "ms": 1e3 * t, "bytes": b, "of_read_bandwidth": b / t / bw,
                                 "v_sectors_per_nnz": sectors})
