@@ -29,7 +29,7 @@ Xᵀu, as a GPU gets them) spend their time: the product; the *stream* alone (ev
 value summed by row: the same reads of the values, no gather of v); the *gather* alone (v
 at every stored index summed by row: the index reads and the gather, no values), for Xᵀu
 also with u in bfloat16 and in int8 (a hinge's u is mostly 0 or ±1/n: would fewer bytes a
-gathered entry help? On an H100 they did not: 0.50 and 0.53 ms against 0.53 ms). It also
+gathered entry help? On an H100 little: 0.48 and 0.47 ms against 0.52 ms). It also
 counts the 32-byte sectors of v that the gathers touch (8 float32 entries each, per row of
 the layout), the traffic a gather makes in the GPU's L2 cache where v fits in it.
 
