@@ -27,6 +27,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from nsjax.fused_sum import fused_reduce
+
 
 def project_simplex(v: jax.Array, mask: jax.Array | None = None) -> jax.Array:
     """argmin_x ‖x − v‖² over {x ≥ 0, Σx = 1, x = 0 off ``mask``} (sort-based, exact).
@@ -220,26 +222,6 @@ def _kink_distances(p: _Section, y):
     return jnp.minimum(to_lower, to_upper), jnp.maximum(to_lower, to_upper)
 
 
-def _reduce(sums=(), maxima=(), minima=()):
-    """Sums, maxima and minima of same-shaped arrays in one pass, one variadic XLA reduce.
-
-    On CPUs, separate reductions of masked arrays cost several times more: each is its own
-    loop, not fused with the others, and XLA may keep their shared parts as arrays.
-    """
-    ops = (*sums, *maxima, *minima)
-    dtype = ops[0].dtype
-    init = tuple(jnp.array(v, dtype) for v in
-                 [0] * len(sums) + [-jnp.inf] * len(maxima) + [jnp.inf] * len(minima))
-    kinds = (jnp.add,) * len(sums) + (jnp.maximum,) * len(maxima) + (jnp.minimum,) * len(minima)
-
-    def combine(x, y):
-        return tuple(f(p, q) for f, p, q in zip(kinds, x, y, strict=True))
-
-    out = jax.lax.reduce(ops, init, combine, (ops[0].ndim - 1,))
-    i, j = len(sums), len(sums) + len(maxima)
-    return out[:i], out[i:j], out[j:]
-
-
 class _Range(NamedTuple):
     """What one pass over the data tells before the search."""
 
@@ -266,7 +248,7 @@ def _range_of_ax(p: _Section) -> _Range:
     if at_low.ndim == 0:
         least, largest, scale = (v * shape[-1] for v in (at_low, at_high, scale))
     else:
-        (least, largest, scale), _, _ = _reduce(
+        (least, largest, scale), _, _ = fused_reduce(
             sums=tuple(jnp.broadcast_to(v, shape) for v in (at_low, at_high, scale)))
     box_ok = ~jnp.isnan(scale)
     rounding = 8 * jnp.finfo(p.b.dtype).eps * (scale + jnp.abs(p.b))
@@ -284,7 +266,7 @@ def _end_kinks(p: _Section):
     # One division per kink: XLA keeps a division with two users as an array.
     low = jnp.where(moves & jnp.isfinite(x_low), (x_low - p.m) * p.w / p.a, jnp.inf)
     high = jnp.where(moves & jnp.isfinite(x_high), (x_high - p.m) * p.w / p.a, -jnp.inf)
-    _, (last,), (first,) = _reduce(maxima=(jnp.broadcast_to(high, shape),),
+    _, (last,), (first,) = fused_reduce(maxima=(jnp.broadcast_to(high, shape),),
                                    minima=(jnp.broadcast_to(low, shape),))
     return first, last
 
@@ -390,7 +372,7 @@ def _slope_and_g(p: _Section, nu):
     (n = 10⁶: about 1.5 times a bisection's clip-and-dot pass; two separate sums cost more
     inside the search loop, where XLA then keeps their shared parts as arrays)."""
     y = p.m + nu * p.a / p.w
-    (ax, slope), _, _ = _reduce(sums=(
+    (ax, slope), _, _ = fused_reduce(sums=(
         jnp.broadcast_to(p.a * jnp.clip(y, p.lower, p.upper), y.shape),
         jnp.where((y > p.lower) & (y < p.upper), p.a, 0) * p.a / p.w))
     return slope, ax - p.b
@@ -469,7 +451,7 @@ def _kinks_around(p: _Section, nu):
         jnp.where(ahead_lower, -((y - p.lower) * p.w / p.a), jnp.inf),
         jnp.where(ahead_upper, -((y - p.upper) * p.w / p.a), jnp.inf))
     shape = y.shape
-    _, (left,), (right,) = _reduce(maxima=(jnp.broadcast_to(behind, shape),),
+    _, (left,), (right,) = fused_reduce(maxima=(jnp.broadcast_to(behind, shape),),
                                    minima=(jnp.broadcast_to(ahead, shape),))
     return nu + left, nu + right
 

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from nsjax.fused_sum import fused_reduce
 from nsjax.solvers.envelope import envelope_kinks
 
 
@@ -241,11 +242,9 @@ def _bracket_by_bisection(eta, jump, rows, c, h):
     def F_and_count(x):  # F(x) and the number of kinks ≤ x, in one pass over the rows
         def row(t, total):
             below = eta[t] <= x
-            sums = jax.lax.reduce(
-                (jnp.where(below, jump[t], 0.0).astype(wide), below.astype(jnp.int32)),
-                (jnp.zeros((), wide), jnp.zeros((), jnp.int32)),
-                lambda p, q: (p[0] + q[0], p[1] + q[1]), (0,))
-            return total[0] + sums[0].astype(jump.dtype), total[1] + sums[1]
+            (passed, count), _, _ = fused_reduce(sums=(
+                jnp.where(below, jump[t], 0.0).astype(wide), below.astype(jnp.int32)))
+            return total[0] + passed.astype(jump.dtype), total[1] + count
 
         zero = (jnp.zeros((), jump.dtype), jnp.zeros((), jnp.int32))
         passed, count = (row(0, zero) if eta.shape[0] == 1
