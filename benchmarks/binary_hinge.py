@@ -30,7 +30,7 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
 * nsjax, nine solvers, all started at w = 0:
   ``SubLBFGS(memory=15, certify=False)`` (exact line search, the "auto" default for the
   hinge; max_steps ``sub_steps``), the default solver ``Hybrid(sublbfgs=SubLBFGS(memory=15,
-  certify=False))`` (subLBFGS, then the OCAS-like BMRM warm-started with its cuts, paper 000
+  certify=False))`` (subLBFGS, then the OCAS-like BMRM from its iterate, paper 000
   Sec. 8; ``sub_steps``), qp-BMRM ``BMRM()`` (paper 001, Alg. 1; ``bmrm_steps``),
   ``BMRM(line_search="exact")`` (OCAS-like ls-BMRM of paper 000, Sec. 7.4; ``bmrm_steps``),
   ``LineSearchBMRM()`` (ls-BMRM, paper 001 eq. 15; ``ls_steps``), ``Pragam()``

@@ -27,7 +27,7 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
 * nsjax ``SubLBFGS(memory=15, certify=False)`` (exact line search: these losses give their
   lines; ``certify`` only acts on the binary hinge, it is off for uniformity with
   ``binary_hinge.py``), the default solver ``Hybrid(sublbfgs=SubLBFGS(memory=15,
-  certify=False))`` (subLBFGS, then the OCAS-like BMRM warm-started with its cuts, paper 000
+  certify=False))`` (subLBFGS, then the OCAS-like BMRM from its iterate, paper 000
   Sec. 8), qp-BMRM ``BMRM()`` and the OCAS-like ``BMRM(line_search="exact")``, all from
   W = 0, each stopped when its certified gap is <= ``STOP_TOL`` = 1e-9 * max(1, |J|) or at
   max_steps (``Caps``: per method, the hybrid with subLBFGS's; lower for subLBFGS, the

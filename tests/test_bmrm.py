@@ -349,6 +349,29 @@ def test_float32_problem_keeps_float32_cuts_and_an_exact_float64_bundle(solver):
         assert getattr(narrow, "bundle", narrow).Q.dtype == jnp.float32
 
 
+@pytest.mark.parametrize("keep_cuts", [False, True])
+def test_hybrid_phase_two_starts_from_the_switch_cut_unless_phase_one_cuts_are_kept(keep_cuts):
+    # Phase 2's bundle starts from the cut at the switch only (phase 1's early cuts can hold
+    # the bundle method back for good: hybrid.py's docstring); with keep_cuts=True from
+    # phase 1's cuts too. (That the default ends certified at the optimum:
+    # test_default_solve.py.)
+    X, y, _ = random_binary(3, 200, 30)
+    lam = 1e-3
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y)
+    solver = nsjax.solvers.Hybrid(horizon=1.0, keep_cuts=keep_cuts)  # switch after a window
+    state = jax.jit(solver.init)(prob, prob.zeros())
+    step = jax.jit(solver.step)
+    while int(state.phase) == 0:
+        before, state = state, step(prob, state)
+    # The switching step inserted one more phase-1 cut (its pending one) before switching.
+    phase_one_cuts = int(np.sum(before.bundle.valid)) + 1
+    assert phase_one_cuts > 5
+    assert int(np.sum(state.bundle.valid)) == (phase_one_cuts if keep_cuts else 0)
+    state = step(prob, state)  # phase 2's first step inserts the cut taken at the switch
+    assert int(np.sum(state.bundle.valid)) == (phase_one_cuts + 1 if keep_cuts else 1)
+    assert float(state.core.lower) <= cvxpy_optimum(X, y, lam, loss="hinge")[0] + 1e-9
+
+
 # 50 QP iterations before the polish (the default is 10): with 10, the hybrid closes the gap
 # to exactly 0 at step 45 on the problem below, so its run never repeats itself.
 SMALL_BUNDLE = nsjax.solvers.BMRM(line_search="exact", capacity=16, qp_iterations=50)

@@ -12,16 +12,27 @@ one compiled loop with one history and one certified gap:
   D(ū) that the step reports. The last ``capacity`` of these cuts are kept, at no extra
   product with X.
 - The switch, when subLBFGS slows down: at its pace over the last ``window`` steps (J's
-  mean decrease per step), J would need more than ``horizon`` steps to fall by the
+  mean decrease per step), J would need more than ``horizon`` (100) steps to fall by the
   certified gap; or subLBFGS failed (no descent direction, a failed line search). Not "when
   the gap stops shrinking": subLBFGS's own gap is loose (10–90 % of J on the sparse
   benchmark set at λ ≤ 1e-5 while J is within 1e-3 of J*), so that rule would switch at
   the first window, also where subLBFGS is still fast. Why subLBFGS's tail stalls:
-  `benchmarks/sublbfgs_tail.py` (memory smaller than the rank of the margin set).
+  `benchmarks/sublbfgs_tail.py` (memory smaller than the rank of the margin set). A
+  horizon of 100 switches after 20–40 steps on the binary and digits benchmarks, where the
+  bundle method's steps to 1e-3 then match the OCAS-like BMRM's alone; the earlier
+  default of 10⁴ switched after 100–300 steps and needed 1.3–2× as many
+  (``benchmarks/RESULTS.md``, "The hybrid's switch").
 - Phase 2, BMRM with the exact line search (`BMRM(line_search="exact")`, paper 000 Sec. 7.4)
-  from the current iterate, its bundle warm-started with phase 1's cuts: its model is
-  faithful at once, and its dual starts at least at the best D(ū) (each single cut is a
-  feasible dual point). Problems whose loss gives no lines get plain qp-BMRM.
+  from the current iterate, its bundle started from the cut taken there. With
+  ``keep_cuts=True`` it also keeps phase 1's last ``capacity`` cuts: its model is then
+  faithful at once and its dual starts at least at the best D(ū) (each single cut is a
+  feasible dual point), which saves steps on some problems (Letter-like, λ = 1e-5: 77
+  against 101 steps to 1e-3). It is off by default because after an early switch those
+  cuts, taken at subLBFGS's first iterates, can hold the bundle method back for good: on
+  the Scene-like multilabel set (separable at λ ≤ 1e-4) its lower bound stayed at 40 % of
+  J* for thousands of steps, every cut active, whatever the capacity. The loop keeps the
+  best lower bound of both phases (`Best`) either way. Problems whose loss gives no lines
+  get plain qp-BMRM.
 """
 
 from __future__ import annotations
@@ -58,7 +69,7 @@ class HybridState(NamedTuple):
 
 @solver_options
 class Hybrid(Solver):
-    """subLBFGS, then the exact-line-search BMRM warm-started with its cuts (paper 000, Sec. 8).
+    """subLBFGS, then the exact-line-search BMRM from its iterate (paper 000, Sec. 8).
 
     The default solver of `nsjax.solve`: fast early progress from subLBFGS, a certified gap
     closed by the bundle method. See the module docstring for the switch rule.
@@ -66,11 +77,14 @@ class Hybrid(Solver):
     Args:
         sublbfgs: the phase-1 solver; its ``certify`` option also decides whether the
             hybrid ends with the loss's tight certificate where the gap is still open.
-        bmrm: the phase-2 solver; its ``capacity`` is also the number of phase-1 cuts kept.
-            With ``line_search="exact"`` on a loss without lines, plain qp-BMRM is used.
+        bmrm: the phase-2 solver; its ``capacity`` is also the number of phase-1 cuts kept
+            (``keep_cuts``). With ``line_search="exact"`` on a loss without lines, plain
+            qp-BMRM is used.
         window: steps over which subLBFGS's pace (decrease of J per step) is measured.
         horizon: switch when, at that pace, J would need more than this many steps to
             fall by the current certified gap.
+        keep_cuts: start phase 2's bundle with phase 1's cuts too (off: from the cut at
+            the switch only; see the module docstring).
 
     Example:
         >>> import nsjax
@@ -86,7 +100,8 @@ class Hybrid(Solver):
     sublbfgs: SubLBFGS = SubLBFGS()
     bmrm: BMRM = BMRM(line_search="exact")
     window: int = 10
-    horizon: float = 1e4
+    horizon: float = 100.0
+    keep_cuts: bool = False
 
     #: With a bias, phase 2 starts with an empty bundle: phase 1's cuts have Σū ≠ 0, so
     #: they bound R̃(w) = min_b R(Xw + b) by −inf (`nsjax.solvers.bias`).
@@ -101,6 +116,8 @@ class Hybrid(Solver):
             raise ValueError(f"window must be an int >= 1; got {self.window!r}.")
         if not self.horizon > 0:
             raise ValueError(f"horizon must be > 0; got {self.horizon!r}.")
+        if not isinstance(self.keep_cuts, bool):
+            raise TypeError(f"keep_cuts must be True or False; got {self.keep_cuts!r}.")
 
     def bundle_solver(self, problem) -> BMRM:
         """The phase-2 solver on ``problem``."""
@@ -172,15 +189,16 @@ class Hybrid(Solver):
         core = Core(sub.core.w, sub.core.value, jnp.asarray(-jnp.inf, sub.core.value.dtype),
                     bundle.core.stats)
         bmrm = self.bundle_solver(problem)
-        if problem.bias:  # a fresh bundle from a cut of R̃ at subLBFGS's iterate
+        # Phase 1's cuts are kept only where asked, and never with a bias (`supports_bias`).
+        kept = bundle.valid if self.keep_cuts and not problem.bias else jnp.zeros_like(
+            bundle.valid)
+        if problem.bias:  # a fresh cut of R̃ at subLBFGS's iterate
             w, S, value, a, b = bmrm.cut(problem, sub.core.w, sub.S)
             core = core._replace(w=w, value=value,
                                  stats=count(core.stats, matvecs=1))
-            return bmrm.warm_start(core, S, a, b, A, bundle.b, jnp.zeros_like(bundle.valid),
-                                   bundle.age)._replace(A=None)
-        return bmrm.warm_start(
-            core, sub.S, bundle.cut_a, bundle.cut_b, A, bundle.b, bundle.valid,
-            bundle.age)._replace(A=None)
+            return bmrm.warm_start(core, S, a, b, A, bundle.b, kept, bundle.age)._replace(A=None)
+        return bmrm.warm_start(core, sub.S, bundle.cut_a, bundle.cut_b, A, bundle.b, kept,
+                               bundle.age)._replace(A=None)
 
     def _bundle_step(self, problem, state: HybridState, A, bmrm):
         bundle = bmrm.iterate(problem, state.bundle._replace(A=A))._replace(A=None)
