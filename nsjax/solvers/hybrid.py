@@ -10,7 +10,7 @@ one compiled loop with one history and one certified gap:
   ḡ = ∂(λΩ) part + Xᵀū with ū ∈ ∂R(Xw_t); that ū is also a cutting plane of the risk,
   R(Xv) ≥ ⟨Xᵀū, v⟩ − R*(ū) (`Problem.dual_cut`), and its cut alone gives the dual value
   D(ū) that the step reports. The last ``capacity`` of these cuts are kept, at no extra
-  product with X.
+  product with X (phase 2 starts from them with ``keep_cuts=True``).
 - The switch, when subLBFGS slows down: at its pace over the last ``window`` steps (J's
   mean decrease per step), J would need more than ``horizon`` (100) steps to fall by the
   certified gap; or subLBFGS failed (no descent direction, a failed line search). Not "when
