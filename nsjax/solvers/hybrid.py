@@ -18,9 +18,9 @@ one compiled loop with one history and one certified gap:
   benchmark set at λ ≤ 1e-5 while J is within 1e-3 of J*), so that rule would switch at
   the first window, also where subLBFGS is still fast. Why subLBFGS's tail stalls:
   `benchmarks/sublbfgs_tail.py` (memory smaller than the rank of the margin set). A
-  horizon of 100 switches after 20–40 steps on the binary and digits benchmarks, where the
-  bundle method's steps to 1e-3 then match the OCAS-like BMRM's alone; the earlier
-  default of 10⁴ switched after 100–300 steps and needed 1.3–2× as many
+  horizon of 100 switches after 20–70 steps on the binary and digits benchmarks and then
+  needs 0–26 % more steps to 1e-3 than the OCAS-like BMRM alone; the earlier default of
+  10⁴ switched after 100–300 steps and needed 1.3–1.9× as many as 100 does
   (``benchmarks/RESULTS.md``, "The hybrid's switch").
 - Phase 2, BMRM with the exact line search (`BMRM(line_search="exact")`, paper 000 Sec. 7.4)
   from the current iterate, its bundle started from the cut taken there. With
