@@ -384,9 +384,10 @@ def test_a_run_that_repeats_itself_ends_stalled(solver):
     # minimizer unchanged for `capacity` steps in a row, every further step would repeat
     # the last: the run ends there (it used to run to max_steps), at the optimum to
     # rounding. (A problem whose gap never rounds to exactly 0, which would end the run
-    # `successful`: seed 1 in both of nsjax's compiles, `nsjax.jit_by_size`; seed 0's gap
-    # does round to 0 in the small problems' one.)
-    X, y, _ = random_binary(1, 60, 6)
+    # `successful`: which seeds do depends on the rounding of each solver's path; seed 7
+    # repeats itself with both solvers here, seed 1, used before, no longer with the
+    # Hybrid of horizon 100 whose phase 2 starts from the switch cut.)
+    X, y, _ = random_binary(7, 60, 6)
     prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.1), X, y)
     with pytest.warns(nsjax.ConvergenceWarning, match="stalled"):
         sol = nsjax.solve(prob, solver, tol=0.0, max_steps=400)
