@@ -313,8 +313,8 @@ def test_huge_lam_keeps_the_bound_valid(dtype, lam):
 
 
 @pytest.mark.parametrize("solver", [nsjax.solvers.BMRM(line_search="exact"),
-                                    # horizon=1: phase 2 after the first window
-                                    nsjax.solvers.Hybrid(horizon=1.0)],
+                                    # phase 2 after the first window
+                                    nsjax.solvers.Hybrid(horizon=1.0, min_sublbfgs_steps=0)],
                          ids=["ocas-like", "hybrid"])
 def test_float32_problem_keeps_float32_cuts_and_an_exact_float64_bundle(solver):
     # The QP weighs the Gram matrix by 1/λ; a Gram row summed in float32 over many
@@ -358,7 +358,8 @@ def test_hybrid_phase_two_starts_from_the_switch_cut_unless_phase_one_cuts_are_k
     X, y, _ = random_binary(3, 200, 30)
     lam = 1e-3
     prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y)
-    solver = nsjax.solvers.Hybrid(horizon=1.0, keep_cuts=keep_cuts)  # switch after a window
+    solver = nsjax.solvers.Hybrid(horizon=1.0, keep_cuts=keep_cuts,  # switch after a window
+                                  min_sublbfgs_steps=0)
     state = jax.jit(solver.init)(prob, prob.zeros())
     step = jax.jit(solver.step)
     while int(state.phase) == 0:
@@ -370,6 +371,33 @@ def test_hybrid_phase_two_starts_from_the_switch_cut_unless_phase_one_cuts_are_k
     state = step(prob, state)  # phase 2's first step inserts the cut taken at the switch
     assert int(np.sum(state.bundle.valid)) == (phase_one_cuts + 1 if keep_cuts else 1)
     assert float(state.core.lower) <= cvxpy_optimum(X, y, lam, loss="hinge")[0] + 1e-9
+
+
+@pytest.mark.parametrize("minimum", [0, 25])
+def test_hybrid_switches_by_its_pace_only_after_its_minimum_of_sublbfgs_steps(minimum):
+    # With horizon 1 the pace rule holds as soon as the window is full (step 11): the switch
+    # waits for `min_sublbfgs_steps` (where subLBFGS is fast to the end, its loose gap made
+    # the rule switch too early: hybrid.py's docstring). The result is the optimum either way.
+    X, y, _ = random_binary(3, 200, 30)
+    lam = 1e-3
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y)
+    solver = nsjax.solvers.Hybrid(horizon=1.0, min_sublbfgs_steps=minimum)
+    sol = nsjax.solve(prob, solver, max_steps=500, tol=1e-8)
+    assert int(sol.stats["switched_at"]) == max(minimum, solver.window + 1)
+    assert sol.result == nsjax.RESULTS.successful
+    J_star = cvxpy_optimum(X, y, lam, loss="hinge")[0]
+    assert float(sol.value) == pytest.approx(J_star, rel=1e-6)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (dict(min_sublbfgs_steps=-1), "min_sublbfgs_steps must be an int >= 0"),
+    (dict(min_sublbfgs_steps=2.5), "min_sublbfgs_steps must be an int >= 0"),
+    (dict(window=0), "window must be an int >= 1"),
+    (dict(horizon=0.0), "horizon must be > 0"),
+])
+def test_hybrid_rejects_bad_switch_options(options, message):
+    with pytest.raises(ValueError, match=message):
+        nsjax.solvers.Hybrid(**options)
 
 
 # 50 QP iterations before the polish (the default is 10): with 10, the hybrid closes the gap

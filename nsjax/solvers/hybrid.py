@@ -11,9 +11,10 @@ one compiled loop with one history and one certified gap:
   R(Xv) ≥ ⟨Xᵀū, v⟩ − R*(ū) (`Problem.dual_cut`), and its cut alone gives the dual value
   D(ū) that the step reports. The last ``capacity`` of these cuts are kept, at no extra
   product with X (phase 2 starts from them with ``keep_cuts=True``).
-- The switch, when subLBFGS slows down: at its pace over the last ``window`` steps (J's
-  mean decrease per step), J would need more than ``horizon`` (100) steps to fall by the
-  certified gap; or subLBFGS failed (no descent direction, a failed line search). Not "when
+- The switch, when subLBFGS slows down: after at least ``min_sublbfgs_steps`` (40) steps,
+  at its pace over the last ``window`` steps (J's mean decrease per step), J would need
+  more than ``horizon`` (100) steps to fall by the certified gap; or subLBFGS failed (no
+  descent direction, a failed line search), at any step. Not "when
   the gap stops shrinking": subLBFGS's own gap is loose (10–90 % of J on the sparse
   benchmark set at λ ≤ 1e-5 while J is within 1e-3 of J*), so that rule would switch at
   the first window, also where subLBFGS is still fast. Why subLBFGS's tail stalls:
@@ -21,7 +22,11 @@ one compiled loop with one history and one certified gap:
   horizon of 100 switches after 20–70 steps on the binary and digits benchmarks and then
   needs 0–26 % more steps to 1e-3 than the OCAS-like BMRM alone; the earlier default of
   10⁴ switched after 100–300 steps and needed 1.3–1.9× as many as 100 does
-  (``benchmarks/RESULTS.md``, "The hybrid's switch").
+  (``benchmarks/RESULTS.md``, "The hybrid's switch"). The first 40 steps are always
+  subLBFGS's: where subLBFGS is fast to the end, its loose gap made the pace rule switch
+  at step 14 (Letter-like Crammer–Singer at λ = 1e-5: 101 steps to 1e-3, 65 with the
+  minimum, subLBFGS alone 45), at a cost of 0–13 % more steps where the rule would have
+  switched after 20–39 steps (binary sets, digits even/odd).
 - Phase 2, BMRM with the exact line search (`BMRM(line_search="exact")`, paper 000 Sec. 7.4)
   from the current iterate, its bundle started from the cut taken there. With
   ``keep_cuts=True`` it also keeps phase 1's last ``capacity`` cuts: its model is then
@@ -85,6 +90,8 @@ class Hybrid(Solver):
             fall by the current certified gap.
         keep_cuts: start phase 2's bundle with phase 1's cuts too (off: from the cut at
             the switch only; see the module docstring).
+        min_sublbfgs_steps: phase-1 steps taken before the pace rule may switch (a failed
+            subLBFGS step switches at once).
 
     Example:
         >>> import nsjax
@@ -102,6 +109,7 @@ class Hybrid(Solver):
     window: int = 10
     horizon: float = 100.0
     keep_cuts: bool = False
+    min_sublbfgs_steps: int = 40
 
     #: With a bias, phase 2 starts with an empty bundle: phase 1's cuts have Σū ≠ 0, so
     #: they bound R̃(w) = min_b R(Xw + b) by −inf (`nsjax.solvers.bias`).
@@ -118,6 +126,9 @@ class Hybrid(Solver):
             raise ValueError(f"horizon must be > 0; got {self.horizon!r}.")
         if not isinstance(self.keep_cuts, bool):
             raise TypeError(f"keep_cuts must be True or False; got {self.keep_cuts!r}.")
+        if not (isinstance(self.min_sublbfgs_steps, int) and self.min_sublbfgs_steps >= 0):
+            raise ValueError("min_sublbfgs_steps must be an int >= 0; got "
+                             f"{self.min_sublbfgs_steps!r}.")
 
     def bundle_solver(self, problem) -> BMRM:
         """The phase-2 solver on ``problem``."""
@@ -174,12 +185,12 @@ class Hybrid(Solver):
         # At the pace of the last `window` steps, J would need more than `horizon` steps to
         # fall by the certified gap. (NaN while the window fills: False, no early switch.)
         pace = (recent[0] - recent[-1]) / self.window
-        slow = pace * self.horizon < sub.core.value - lower
+        t = state.t + 1
+        slow = (pace * self.horizon < sub.core.value - lower) & (t >= self.min_sublbfgs_steps)
         switch = slow | (sub.status != RESULTS.running)
         bundle = jax.lax.cond(switch, lambda: self._enter_bundle(problem, sub, bundle, A),
                               lambda: bundle)
         phase = switch.astype(jnp.int32)
-        t = state.t + 1
         switched_at = jnp.where(switch, t, state.switched_at)
         core = _core(sub.core, bundle.core, phase, switched_at)
         return HybridState(core, sub, bundle, phase, lower, recent, t, switched_at), pending
