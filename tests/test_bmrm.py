@@ -64,22 +64,27 @@ def test_exact_line_search_variant_needs_lines():
         nsjax.solve(prob.with_lam(0.0), nsjax.solvers.BMRM())
 
 
-@pytest.mark.parametrize(("shape", "used"), [
-    ((128, 30), [0, 1, 36]),                 # filling from slot 0: 3 of 8 blocks read
-    ((128, 30), [0, 5, 77, 127]),            # holes, and the last slot in use
-    ((40, 6, 3), [3, 17, 18]),               # 40 slots in blocks of 10; K = 3 classes
-    ((7, 30), list(range(7))),               # 7 slots: one block
+@pytest.mark.parametrize(("shape", "used", "dtype"), [
+    ((128, 30), [0, 1, 36], "float64"),      # filling from slot 0: 3 of 8 blocks read
+    ((128, 30), [0, 1, 70], "float64"),      # half the slots in use: all of A at once
+    ((128, 30), [0, 1, 70], "float32"),      # float32 cuts: by blocks (5 of 8) still
+    ((128, 30), [0, 5, 77, 127], "float64"),  # holes, and the last slot in use
+    ((40, 6, 3), [3, 17, 18], "float64"),    # 40 slots in blocks of 10; K = 3 classes
+    ((40, 6, 3), [3, 7], "float64"),         # the same by blocks (1 of 4)
+    ((7, 30), list(range(7)), "float64"),    # 7 slots: one block
 ])
-def test_bundle_products_from_the_used_blocks_equal_the_full_ones(shape, used):
-    """Σ α_i a_i and ⟨a_i, a⟩ from the blocks of A up to the last valid slot equal the
-    products over the valid cuts; the rows off ``valid`` (stale cuts) do not count."""
+def test_bundle_products_from_the_used_blocks_equal_the_full_ones(shape, used, dtype):
+    """Σ α_i a_i and ⟨a_i, a⟩, read from the blocks of A up to the last valid slot or from
+    all of A at once (`_by_blocks_or_at_once`), equal the products over the valid cuts; the
+    rows off ``valid`` (stale cuts) do not count."""
     from nsjax.solvers.bmrm import BMRM, combine_cuts
 
     rng = np.random.default_rng(len(used))
-    A = rng.standard_normal(shape)
+    A = rng.standard_normal(shape).astype(dtype)
     valid = np.zeros(shape[0], bool)
     valid[used] = True
-    A[~valid] = 1e300  # stale cuts: α = 0 there, and their Gram entries are masked
+    A[~valid] = 1e300 if dtype == "float64" else 1e30  # stale cuts: α = 0 there, and their
+    # Gram entries are masked (a read block or all of A holds some of them)
     alpha = np.where(valid, rng.random(shape[0]), 0.0)
     a = rng.standard_normal(shape[1:])
     Aalpha, q = jax.jit(lambda A, v, al, a: (combine_cuts(al, A, v), BMRM.gram_row(A, v, a)))(

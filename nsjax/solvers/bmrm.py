@@ -323,17 +323,19 @@ class BMRM(Solver):
     @staticmethod
     def gram_row(A, valid, a):
         """⟨a_i, a⟩ for the bundle's cuts (0 off ``valid``), summed in `bundle_dtype`, reading
-        A's used blocks only (`_used_blocks`)."""
+        A's used blocks only, or all of A in one product (`_by_blocks_or_at_once`)."""
         wide = bundle_dtype(A.dtype)
         a = a.astype(wide)
-        size, blocks = _used_blocks(A, valid)
 
-        def block(k, q):
-            rows = jax.lax.dynamic_slice_in_dim(A, k * size, size).astype(wide)
-            return jax.lax.dynamic_update_slice_in_dim(
-                q, jnp.tensordot(rows, a, axes=a.ndim), k * size, 0)
+        def by_blocks(size, blocks):
+            def block(k, q):
+                rows = jax.lax.dynamic_slice_in_dim(A, k * size, size).astype(wide)
+                return jax.lax.dynamic_update_slice_in_dim(
+                    q, jnp.tensordot(rows, a, axes=a.ndim), k * size, 0)
 
-        q = jax.lax.fori_loop(0, blocks, block, jnp.zeros(A.shape[0], wide))
+            return jax.lax.fori_loop(0, blocks, block, jnp.zeros(A.shape[0], wide))
+
+        q = _by_blocks_or_at_once(A, valid, by_blocks, lambda: jnp.tensordot(A, a, axes=a.ndim))
         return jnp.where(valid, q, 0.0)
 
 
@@ -350,6 +352,27 @@ def _used_blocks(A, valid):
     return size, (last + size - 1) // size
 
 
+def _by_blocks_or_at_once(A, valid, by_blocks, at_once):
+    """A product with the bundle: ``by_blocks(size, count)`` over A's used blocks
+    (`_used_blocks`), or ``at_once()`` over all of A once those blocks hold half of a
+    float64 bundle's slots or more.
+
+    XLA's CPU backend runs the product over all of A as one dot on both cores; the loop over
+    blocks reads ~4× slower per row. The 128 × 20,000 float64 bundle took 0.40 ms at once
+    against 1.7 ms by blocks (Gram row; the combination 0.47 against 1.9 ms), 64 cuts 0.40
+    against 0.78 ms; 48 cuts took the same time both ways, and 16 cuts 0.21 ms by blocks
+    against 0.34 ms at once (2-core CPU, ``benchmarks/RESULTS.md``).
+    A float32 bundle (a float32 problem's cuts) is always read by blocks: the product at
+    once would first write A out in float64 (2.1–2.3 ms). Under `jax.vmap` with lanes of
+    different bundles the cond computes both (a select).
+    """
+    size, blocks = _used_blocks(A, valid)
+    if A.dtype != bundle_dtype(A.dtype) or size == A.shape[0]:
+        return by_blocks(size, blocks)
+    return jax.lax.cond(2 * blocks * size >= A.shape[0], at_once,
+                        lambda: by_blocks(size, blocks))
+
+
 def aggregation_set(alpha, valid, share):
     """The cuts that an aggregation would merge (`BMRM.insert`): the ``share`` of the
     capacity with the smallest α among the valid ones (at least 2)."""
@@ -360,15 +383,16 @@ def aggregation_set(alpha, valid, share):
 
 def combine_cuts(alpha, A, valid):
     """Σ_i α_i a_i over the bundle (α is 0 off ``valid``), in α's dtype (`bundle_dtype`),
-    reading A's used blocks only (`_used_blocks`)."""
-    size, blocks = _used_blocks(A, valid)
+    reading A's used blocks only, or all of A in one product (`_by_blocks_or_at_once`)."""
+    def by_blocks(size, blocks):
+        def block(k, total):
+            rows = jax.lax.dynamic_slice_in_dim(A, k * size, size).astype(alpha.dtype)
+            weights = jax.lax.dynamic_slice_in_dim(alpha, k * size, size)
+            return total + jnp.tensordot(weights, rows, axes=1)
 
-    def block(k, total):
-        rows = jax.lax.dynamic_slice_in_dim(A, k * size, size).astype(alpha.dtype)
-        weights = jax.lax.dynamic_slice_in_dim(alpha, k * size, size)
-        return total + jnp.tensordot(weights, rows, axes=1)
+        return jax.lax.fori_loop(0, blocks, block, jnp.zeros(A.shape[1:], alpha.dtype))
 
-    return jax.lax.fori_loop(0, blocks, block, jnp.zeros(A.shape[1:], alpha.dtype))
+    return _by_blocks_or_at_once(A, valid, by_blocks, lambda: jnp.tensordot(alpha, A, axes=1))
 
 
 def terminate_bundle(stats, best, tol, capacity):
