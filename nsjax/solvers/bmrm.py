@@ -222,8 +222,9 @@ class BMRM(Solver):
         # (`Apart`): a convex combination of minorants is a minorant, and the model's
         # minimum is unchanged, attained with the merged cut weighted Σ_part α_i. Its Gram
         # row and offset are the same means of Q's rows and b. The merged slots' rows of A
-        # are left as they are (off `valid`, never read). The merged cut is rounded to A's
-        # dtype (module docstring: Precision).
+        # are left as they are (off `valid`: a read of A weighs them by α = 0 or masks
+        # their Gram entries). The merged cut is rounded to A's dtype (module docstring:
+        # Precision).
         part = state.part
         weight = jnp.sum(jnp.where(part, alpha, 0.0))
         mean = jnp.where(part, alpha / jnp.where(aggregate, weight, 1.0), 0.0)
