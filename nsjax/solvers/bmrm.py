@@ -359,13 +359,13 @@ def _by_blocks_or_at_once(A, valid, by_blocks, at_once):
     float64 bundle's slots or more.
 
     XLA's CPU backend runs the product over all of A as one dot on both cores; the loop over
-    blocks reads ~4× slower per row. The 128 × 20,000 float64 bundle took 0.40 ms at once
-    against 1.7 ms by blocks (Gram row; the combination 0.47 against 1.9 ms), 64 cuts 0.40
-    against 0.78 ms; 48 cuts took the same time both ways, and 16 cuts 0.21 ms by blocks
-    against 0.34 ms at once (2-core CPU, ``benchmarks/RESULTS.md``).
-    A float32 bundle (a float32 problem's cuts) is always read by blocks: the product at
-    once would first write A out in float64 (2.1–2.3 ms). Under `jax.vmap` with lanes of
-    different bundles the cond computes both (a select).
+    blocks reads ~3–4× slower per row. With capacity 128 and d = 20,000 in float64, the
+    full bundle's Gram row took 0.68 ms at once against 2.28 ms by blocks, 64 cuts 0.75
+    against 0.94 ms, and 16 cuts 0.44 against 0.33 ms (``benchmarks/bundle_read.py``, 2-core
+    CPU; the table in ``benchmarks/RESULTS.md``). A float32 bundle (a float32 problem's
+    cuts) is always read by blocks: the product at once would first write A out in float64
+    (2.0–3.2 ms). Under `jax.vmap` with lanes of different bundles the cond computes both
+    (a select).
     """
     size, blocks = _used_blocks(A, valid)
     if A.dtype != bundle_dtype(A.dtype) or size == A.shape[0]:
