@@ -381,10 +381,17 @@ class Problem:
 
     def cut(self, w, S):
         """J(w) and the cutting plane of R at w (paper 001, eq. 3): (J(w), a, b) with
-        a = Xᵀu, u ∈ ∂R(S), b = R(w) − ⟨a, w⟩, so R(v) ≥ ⟨a, v⟩ + b for all v."""
+        a = Xᵀu, u ∈ ∂R(S), so R(v) ≥ ⟨a, v⟩ + b for all v; b as `dual_cut` gives it.
+
+        (Not b = R(w) − ⟨a, w⟩, eq. 3 as written: the losses decide kinks within
+        `nsjax.losses.base.active_tol`, so u lies in ∂R only up to that tolerance, and
+        a margin 3e-10 off its hinge then raised the plane above R elsewhere by ~1e-11, and
+        a bundle's certified lower bound above J*. −R*(u) holds for every u. A loss
+        without R* still gives R(S) − ⟨u, S⟩, off by up to that tolerance.)"""
         risk = self.loss.risk(S, self.y)
-        a = self.rmv(self.loss.dscores(S, self.y))
-        return self.reg.value(w) + risk, a, risk - jnp.vdot(a, w)
+        u = self.loss.dscores(S, self.y)
+        a, b = self.dual_cut(u, S, self.rmv(u))
+        return self.reg.value(w) + risk, a, b
 
     def dual_cut(self, u, S, Xtu):
         """The cutting plane of R that a score-space subgradient u ∈ ∂R(S) gives, without a

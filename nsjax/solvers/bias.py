@@ -46,6 +46,7 @@ def bias_cut(problem, w, S):
     with Xᵀ."""
     w, S = best_bias(problem, w, S)
     u = centered_subgradient(problem, S)
-    risk = problem.loss.risk(S, problem.y)
-    a = problem.rmv(u).at[-1].set(0.0)
-    return w, S, problem.reg.value(w) + risk, a, risk - jnp.vdot(a, w)
+    # b = −R*(u) where the loss gives R* (`Problem.dual_cut`, `Problem.cut`): valid although
+    # u is a subgradient only up to the kink tolerance; as Σu = 0, ⟨u, S⟩ = ⟨a, w⟩.
+    a, b = problem.dual_cut(u, S, problem.rmv(u))
+    return w, S, problem.value(w, S), a.at[-1].set(0.0), b

@@ -2,7 +2,8 @@
 variant with an exact line search between iterates (paper 000, Sec. 7.4: OCAS-like ls-BMRM).
 
 Each step adds the cutting plane R(w) ≥ ⟨a, w⟩ + b taken at the current iterate (a ∈ ∂R(w),
-b = R(w) − ⟨a, w⟩, eq. 3 of paper 001) to a bundle held in preallocated device buffers, and
+b = R(w) − ⟨a, w⟩, eq. 3 of paper 001; b = −R*(u) where the loss gives R*: `Problem.cut`)
+to a bundle held in preallocated device buffers, and
 minimizes the model J_t(w) = λ/2 ‖w‖² + max_i (⟨a_i, w⟩ + b_i) through its dual, a QP over
 the simplex with Q = AᵀA/λ (Thm. 2, Cor. 3; `simplex_qp.py`); then w_t = −A α / λ.
 
@@ -59,6 +60,13 @@ from nsjax.solvers.simplex_qp import solve_simplex_qp
 
 #: OCAS's step past the line-search optimum towards the model's minimizer, for the next cut.
 OCAS_MU = 0.1
+#: The longest OCAS line-search step, in units of the way to the model's minimizer. The
+#: scores there, S + η (S_model − S), carry η times the difference's rounding (eps |S|,
+#: however close the model's minimizer is). Unbounded, a step of η ~ 1e10 along a
+#: near-zero direction left S 5e-4 away from X w: J was reported 7e-6 below J*, and the
+#: gap negative. J is convex along the line and falls up to the optimal η, so stopping
+#: short of it still does not raise J.
+OCAS_ETA_MAX = 64.0
 
 
 #: The BundleState fields held in `bundle_dtype` (float64 with x64, whatever the problem's);
@@ -301,7 +309,7 @@ class BMRM(Solver):
             # that the model improves even when the line search cannot move (η* = 0).
             p, dS = w_model - w_now, S_model - S_now
             eta = ExactLineSearch().search(problem, w_now, S_now, p, dS).eta
-            eta = jnp.where(jnp.isfinite(eta), eta, 1.0)
+            eta = jnp.where(jnp.isfinite(eta), jnp.minimum(eta, OCAS_ETA_MAX), 1.0)
             w_ls, S_ls = w_now + eta * p, S_now + eta * dS
             value_ls = problem.value(w_ls, S_ls)
             w_cut = (1 - OCAS_MU) * w_ls + OCAS_MU * w_model
