@@ -447,7 +447,6 @@ def test_a_run_that_repeats_itself_ends_stalled(solver):
     assert stalled >= 2
 
 
-
 def _near_kinks(kind, off):
     """A problem, and a w whose scores put examples ``off`` from their kinks. At 3e-10 that
     is inside the losses' kink tolerance (`active_tol`, 3.7e-10): the subgradient taken
