@@ -36,7 +36,10 @@ REGISTRY = [
         ("hinge",)),
     # The default subLBFGS stalls on the hinge's kinks (stall_tol, RESULTS.md "Why subLBFGS's
     # tail stalls"): on seed 1 at 3e-7 or 2e-6 of J*, depending on the order of the sums that
-    # XLA compiles (`nsjax.jit_by_size`). The Hybrid is the solver that finishes.
+    # XLA compiles (`nsjax.jit_by_size`). The Hybrid is the solver that finishes. On seeds
+    # 0–7 the worst was 1.7e-6 (stalled), and 1.4e-7 (direction_failed) under XLA's -O0
+    # code (`JAX_DISABLE_MOST_OPTIMIZATIONS`), where seed 0 ended at 2.3e-5 before the
+    # retry after a restart got k_max_fresh iterations.
     Entry("SubLBFGS", S.SubLBFGS(), rtol=1e-5),
     # Memory ≥ d without secant scaling: the configuration that reaches 1e-6 on small kinked
     # problems (test_sublbfgs.py uses m = 256 on d = 50; here d ≤ 12).
