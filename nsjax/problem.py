@@ -387,11 +387,16 @@ class Problem:
         `nsjax.losses.base.active_tol`, so u lies in ∂R only up to that tolerance, and
         a margin 3e-10 off its hinge then raised the plane above R elsewhere by ~1e-11, and
         a bundle's certified lower bound above J*. −R*(u) holds for every u. A loss
-        without R* still gives R(S) − ⟨u, S⟩, off by up to that tolerance.)"""
-        risk = self.loss.risk(S, self.y)
+        without R* gives its plane's exact intercept where it can (``score_cut``: the
+        max-affine losses), else R(S) − ⟨u, S⟩, exact to rounding where u comes from an
+        exact maximizer (the chains, F1).)"""
+        value = self.reg.value(w) + self.loss.risk(S, self.y)
+        if hasattr(self.loss, "score_cut") and not self.has_conjugate:
+            u, b = self.loss.score_cut(S, self.y)
+            return value, self.rmv(u), b
         u = self.loss.dscores(S, self.y)
         a, b = self.dual_cut(u, S, self.rmv(u))
-        return self.reg.value(w) + risk, a, b
+        return value, a, b
 
     def dual_cut(self, u, S, Xtu):
         """The cutting plane of R that a score-space subgradient u ∈ ∂R(S) gives, without a

@@ -456,6 +456,19 @@ def _near_kinks(kind, off):
         W = np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 1.0 + off], [0.0, 0.0, 1.0]])
         prob = nsjax.Problem(nsjax.losses.MulticlassHinge(), nsjax.regularizers.L2(0.1), X, y)
         return prob, jnp.asarray(W)
+    if kind == "multilabel":  # X = I: the scores are W; example 0's pair (0, 2) is off
+        X, labels = np.eye(2), [[0], [1, 2]]
+        W = np.array([[1.0, 0.0, off], [0.0, 2.0, 2.0]])
+        prob = nsjax.Problem(nsjax.losses.MultilabelHinge(), nsjax.regularizers.L2(0.1), X,
+                             labels)
+        return prob, jnp.asarray(W)
+    if kind.startswith("max_affine"):  # X = I: a piece of each example off the maximum
+        reduction = kind.split("-")[1]
+        slopes = np.array([[1.0, -1.0, 0.5], [1.0, -1.0, 0.0]])
+        offsets = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+        w = np.array([off, 1.0 - off]) if reduction == "mean" else np.array([1.0 - off, 1.0])
+        loss = nsjax.losses.MaxAffine(slopes, offsets, reduction=reduction)
+        return nsjax.Problem(loss, nsjax.regularizers.L2(0.1), np.eye(2)), jnp.asarray(w)
     X = np.eye(4)
     if kind == "bias":  # margins −off, +off, 0.5, −0.5: any bias in [−off, off] is optimal
         y, w = np.array([1.0, 1.0, -1.0, -1.0]), np.array([1 + off, 1 - off, -0.5, -1.5, 0])
@@ -465,13 +478,15 @@ def _near_kinks(kind, off):
     return nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.1), X, y), jnp.asarray(w)
 
 
-@pytest.mark.parametrize("kind", ["hinge", "multiclass", "bias"])
+@pytest.mark.parametrize("kind", ["hinge", "multiclass", "bias", "multilabel", "max_affine-mean",
+                                  "max_affine-max"])
 def test_a_cut_next_to_a_kink_stays_below_the_risk(kind):
     # A cut R(Xv) ≥ ⟨a, v⟩ + b must hold at every v, or the bundle's dual bound D(α) can
     # exceed J*. Taken 3e-10 from kinks, with b = R(w) − ⟨a, w⟩ it rose above R by ~1e-11
     # where those examples sit on their kinks (the default solve on test_bias.py's problem
     # certified a lower bound 5.7e-12 above J of cvxpy's w). With a bias the cut is of
-    # R̃(v) = min_c R(Xv + c), found here by brute force over the kinks of R in c.
+    # R̃(v) = min_c R(Xv + c), found here by brute force over the kinks of R in c. The
+    # losses without R* (multilabel, max-affine) give their planes' exact intercepts.
     prob, w = _near_kinks(kind, 3e-10)
     _, on_kinks = _near_kinks(kind, 0.0)
     _, _, _, a, b = nsjax.solvers.BMRM.cut(prob, w, prob.scores(w))

@@ -18,6 +18,9 @@ and may give
 - ``lines(S, dS, y)``: offsets b and slopes a, shape (n, r), with R(S + η dS) =
   Σ_i max_j (b_ij + η a_ij) for η ≥ 0 (paper 000, eq. 33): the exact line search needs them;
 - ``conjugate(u, y)``: R*(u), for duality gaps from any dual point;
+- ``score_cut(S, y)``: (u, c), ``dscores``' u and the exact intercept of its plane,
+  R(S′) ≥ ⟨u, S′⟩ + c for every S′, for a loss without ``conjugate`` (the max-affine
+  losses: u mixes pieces decided within `active_tol`, so R(S) − ⟨u, S⟩ can overshoot c);
 - ``dual_scale_limit(u, y)``: where R*(s u) = s R*(u) for 0 ≤ s ≤ this limit (hinge), so a
   dual point can be improved by the best scalar s (see `nsjax.problem.Problem.dual_value`);
 - ``center_dual(u, y)``: the nearest dual point to u with Σᵢ uᵢ = 0 in the domain of R*,

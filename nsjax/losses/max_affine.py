@@ -82,12 +82,24 @@ class MaxAffine(Loss):
 
     def dscores(self, S, y=None):
         """The average active slope per example (a vertex for "max")."""
+        return self.score_cut(S, y)[0]
+
+    def score_cut(self, S, y=None):
+        """(u, c): `dscores`' u and the exact intercept of its plane,
+        R(S′) ≥ ⟨u, S′⟩ + c for every S′: the same mixture of the pieces' offsets as u is of
+        their slopes. Exact where R(S) − ⟨u, S⟩ is not: the active pieces are decided
+        within `active_tol`."""
+        offsets = jnp.zeros_like(self.slopes) if self.offsets is None else self.offsets
         if self.reduction == "max":
-            return self._vertex(S, jnp.zeros_like(S))
-        # The average slope of the active pieces: a subgradient in the relative interior.
+            i, j = self._vertex_index(S, jnp.zeros_like(S))
+            return jnp.zeros_like(S).at[i].set(self.slopes[i, j]), offsets[i, j]
+        # The average of the active pieces: a subgradient in the relative interior.
         active = self._active(S)
-        slope = jnp.sum(jnp.where(active, self.slopes, 0.0), 1) / jnp.sum(active, 1)
-        return slope * self._scale(S.shape[0])
+        count = jnp.sum(active, 1)
+        slope = jnp.sum(jnp.where(active, self.slopes, 0.0), 1) / count
+        offset = jnp.sum(jnp.where(active, offsets, 0.0), 1) / count
+        scale = self._scale(S.shape[0])
+        return slope * scale, jnp.sum(offset) * scale
 
     def argsup(self, S, dS, y=None):
         """The active slope steepest along dS, per example."""
@@ -106,12 +118,15 @@ class MaxAffine(Loss):
     def _vertex(self, S, dS):
         """One-hot score subgradient of the single max: the active piece with the largest
         slope along dS, the first such piece on ties."""
+        i, j = self._vertex_index(S, dS)
+        return jnp.zeros_like(S).at[i].set(self.slopes[i, j])
+
+    def _vertex_index(self, S, dS):
+        """(i, j) of `_vertex`'s piece."""
         v = self._values(S).ravel()
         v = jnp.where(jnp.max(v) - v <= active_tol(jnp.max(v)), jnp.max(v), v)
         rate = jnp.where(v == jnp.max(v), (self.slopes * dS[:, None]).ravel(), -jnp.inf)
-        k = jnp.argmax(rate)
-        i, j = k // self.slopes.shape[1], k % self.slopes.shape[1]
-        return jnp.zeros_like(S).at[i].set(self.slopes[i, j])
+        return jnp.divmod(jnp.argmax(rate), self.slopes.shape[1])
 
     def _active(self, S):
         return near_max(self._values(S))

@@ -28,6 +28,7 @@ class MultilabelHinge(MultilabelLabels, Loss):
     the simplex over the example's pairs (eq. 53), but u does not determine γ: R*(u) is the
     least −Σ γ Δ / n over the decompositions of u, a linear program, so this loss gives no
     ``conjugate`` (`Problem.dual_value` then needs the scores at which u is a subgradient).
+    The cut of a bundle method knows its γ (`score_cut`), so its intercept is exact.
     The end-of-run certificate (`dual_certificate`) keeps γ and computes its dual value
     from γ directly (`nsjax.losses.max_affine_certificate`).
 
@@ -82,8 +83,17 @@ class MultilabelHinge(MultilabelLabels, Loss):
 
     def dscores(self, S, Y):
         """The average over the worst pairs of each example."""
-        active = near_max(self._values(S, Y)).astype(S.dtype)
-        return self._score_grad(S, active / jnp.sum(active, axis=1, keepdims=True))
+        return self.score_cut(S, Y)[0]
+
+    def score_cut(self, S, Y):
+        """(u, c): `dscores`' u and the exact intercept of its plane,
+        R(S′) ≥ ⟨u, S′⟩ + c for every S′: with γ the pair weights of u, c = Σ γ Δ(z′, z) / n,
+        the same mixture of the pairs' offsets. Exact where R(S) − ⟨u, S⟩ is not: the worst
+        pairs are decided within `active_tol`."""
+        active = near_max(self._values(S, Y))
+        gamma = active / jnp.sum(active, axis=1, keepdims=True).astype(S.dtype)
+        offsets = jnp.where(active, self._values(jnp.zeros_like(S), Y), 0.0)
+        return self._score_grad(S, gamma), jnp.sum(gamma * offsets) / S.shape[0]
 
     def argsup(self, S, dS, Y):
         """A single steepest worst pair per example (eq. 53)."""

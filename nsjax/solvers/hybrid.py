@@ -81,9 +81,7 @@ class Hybrid(Solver):
 
     Args:
         sublbfgs: the phase-1 solver; its ``certify`` option also decides whether the
-            hybrid ends with the loss's tight certificate where the gap is still open. By
-            default its ``k_max_fresh`` is ``k_max`` (100): a failed direction is the
-            hybrid's signal to switch, so its last try need not be longer.
+            hybrid ends with the loss's tight certificate where the gap is still open.
         bmrm: the phase-2 solver; its ``capacity`` is also the number of phase-1 cuts kept
             (``keep_cuts``). With ``line_search="exact"`` on a loss without lines, plain
             qp-BMRM is used.
@@ -106,7 +104,7 @@ class Hybrid(Solver):
         True
     """
 
-    sublbfgs: SubLBFGS = SubLBFGS(k_max_fresh=100)
+    sublbfgs: SubLBFGS = SubLBFGS()
     bmrm: BMRM = BMRM(line_search="exact")
     window: int = 10
     horizon: float = 100.0

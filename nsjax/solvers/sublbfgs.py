@@ -72,11 +72,6 @@ class SubLBFGS(Solver):
             (`LBFGSMemory(m, scaling)`, or `DenseBFGSMemory()`, which is `SubBFGS`).
         eps: direction-finding tolerance ε on the model gap ε⁽ⁱ⁾ (Alg. 2; Sec. 7: 1e-5).
         k_max: cap on direction-finding iterations per step (Alg. 2).
-        k_max_fresh: the cap while the memory is empty (B = I: the first step, and the
-            retry after a restart). A failure there ends the run (`direction_failed`), and
-            near a kinked optimum Alg. 2 with B = I (a Frank–Wolfe walk to the min-norm
-            subgradient) can need more than ``k_max`` iterations to find the descent that
-            exists, so it gets more room.
         line_search: "exact" (Alg. 3 generalised; losses with lines), "wolfe" (16), "auto"
             (exact where possible), or an `ExactLineSearch` / `WolfeLineSearch` object.
         c1, c2: the subgradient Wolfe constants of (16), for "wolfe" and "auto".
@@ -107,7 +102,6 @@ class SubLBFGS(Solver):
     memory: int | LBFGSMemory | DenseBFGSMemory = 15
     eps: float = 1e-5
     k_max: int = 100
-    k_max_fresh: int = 1000
     line_search: str | ExactLineSearch | WolfeLineSearch = "auto"
     c1: float = 1e-4
     c2: float = 0.9
@@ -125,9 +119,8 @@ class SubLBFGS(Solver):
                 or self.line_search in ("auto", "exact", "wolfe")):
             raise ValueError(f"line_search must be 'auto', 'exact', 'wolfe' or a line search "
                              f"object; got {self.line_search!r}.")
-        if not (self.eps > 0 and self.k_max >= 1 and self.k_max_fresh >= 1):
-            raise ValueError(f"need eps > 0, k_max >= 1 and k_max_fresh >= 1; got {self.eps}, "
-                             f"{self.k_max}, {self.k_max_fresh}.")
+        if not (self.eps > 0 and self.k_max >= 1):
+            raise ValueError(f"need eps > 0 and k_max >= 1; got {self.eps}, {self.k_max}.")
         WolfeLineSearch(self.c1, self.c2)  # checks 0 < c1 < c2 < 1
         # An option that the chosen part ignores is a mistake, not a no-op.
         defaults = {f.name: f.default for f in dataclasses.fields(SubLBFGS)}
@@ -202,9 +195,8 @@ class SubLBFGS(Solver):
         branch that returns it makes XLA copy it at every step."""
         memory = self.quasi_newton_memory()
         w, S = state.core.w, state.S
-        k_max = jnp.where(state.fresh, self.k_max_fresh, self.k_max)
         d = find_direction(problem, memory, state.mem, w, S, state.g, state.u, state.g_reg,
-                           self.eps, k_max)
+                           self.eps, self.k_max)
         lower = problem.dual_value(d.ubar, S=S, Xtu=d.gbar - d.rbar)
         ls = self.line_search_for(problem).search(problem, w, S, d.p, d.dS)
         eta = ls.eta
