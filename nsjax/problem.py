@@ -391,7 +391,7 @@ class Problem:
         max-affine losses), else R(S) − ⟨u, S⟩, exact to rounding where u comes from an
         exact maximizer (the chains, F1).)"""
         value = self.reg.value(w) + self.loss.risk(S, self.y)
-        if hasattr(self.loss, "score_cut") and not self.has_conjugate:
+        if hasattr(self.loss, "score_cut"):  # losses without R* (`nsjax.losses.base`)
             u, b = self.loss.score_cut(S, self.y)
             return value, self.rmv(u), b
         u = self.loss.dscores(S, self.y)

@@ -2,8 +2,8 @@
 variant with an exact line search between iterates (paper 000, Sec. 7.4: OCAS-like ls-BMRM).
 
 Each step adds the cutting plane R(w) ≥ ⟨a, w⟩ + b taken at the current iterate (a ∈ ∂R(w),
-b = R(w) − ⟨a, w⟩, eq. 3 of paper 001; b = −R*(u) where the loss gives R*: `Problem.cut`)
-to a bundle held in preallocated device buffers, and
+b = R(w) − ⟨a, w⟩, eq. 3 of paper 001; exactly, b = −R*(u) or the loss's own intercept:
+`Problem.cut`) to a bundle held in preallocated device buffers, and
 minimizes the model J_t(w) = λ/2 ‖w‖² + max_i (⟨a_i, w⟩ + b_i) through its dual, a QP over
 the simplex with Q = AᵀA/λ (Thm. 2, Cor. 3; `simplex_qp.py`); then w_t = −A α / λ.
 
