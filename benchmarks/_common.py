@@ -379,6 +379,44 @@ def save_figure(plt: Any, fig: Any, title: str, path: Path) -> None:
     plt.close(fig)
 
 
+def plot_step_split(results: dict, stack: list, hatched: set, note: Any, xlabel: str,
+                    title: str, path: Path, x_key: str, line_key: str | None = None) -> None:
+    """A stacked bar per case of ``results`` ({label: {part key: ms}}), the parts of
+    ``stack`` ([(key, legend name)]) in order (negative parts not drawn, ``hatched`` keys
+    hatched), an x at ``x_key``'s value, a bar at ``line_key``'s (if given) and the text
+    ``note(r)`` after each bar (``step_profile.py``, ``bundle_profile.py``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = list(results)
+    height = 1.2 + 0.7 * len(labels)
+    fig, ax = plt.subplots(figsize=(10, height))
+    left = np.zeros(len(labels))
+    for i, (key, name) in enumerate(stack):
+        ms = np.array([max(results[lab][key], 0.0) for lab in labels])
+        ax.barh(labels, ms, left=left, color=plt.cm.tab10(i % 10), label=name,
+                hatch="//" if key in hatched else None, edgecolor="white")
+        left += ms
+    for y, lab in enumerate(labels):
+        r = results[lab]
+        ends = [left[y], r[x_key]]
+        if line_key is not None:
+            ax.plot([r[line_key]] * 2, [y - 0.45, y + 0.45], "k-", lw=2)
+            ends.append(r[line_key])
+        ax.plot(r[x_key], y, "kx", ms=8)
+        ax.annotate(" " + note(r), (max(ends), y), va="center", fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.4 * max(left.max(), *(r[line_key or x_key] for r in results.values())))
+    ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / height))
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
 def save_json(path: Path, payload: dict) -> None:
     """Write ``payload`` (made `jsonable`) to ``path``, creating its folder."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -45,6 +45,7 @@ bar per (data set, dtype) in ``benchmarks/bundle_profile.png`` (``_quick`` with 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from pathlib import Path
@@ -60,6 +61,9 @@ from nsjax.solvers.bmrm import BMRM, aggregation_set, combine_cuts  # noqa: E402
 from nsjax.solvers.line_search import ExactLineSearch  # noqa: E402
 from nsjax.solvers.simplex_qp import solve_simplex_qp  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import step_profile  # noqa: E402  (this folder, on sys.path from here)
+
 HERE = Path(__file__).resolve().parent
 LAM, DENSITY, SEED, WARM_STEPS, REPEATS, LOOP_REPEATS = 1e-6, 0.0025, 0, 250, 9, 5
 LOOP_STEPS = (10, 110)
@@ -72,14 +76,8 @@ STACK = [("insert", "insert"), ("qp", "QP"), ("combine", "Σ α_i a_i (reads A)"
          ("gram_row", "Gram row (reads A)"), ("rest", "rest (loop - parts)")]
 
 
-def best_ms(fn, *args, repeats=REPEATS):
-    out = jax.block_until_ready(fn(*args))  # compiles
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t)
-    return 1e3 * min(times), out
+#: best of ``repeats`` after a compiling call, in ms, and the output (as step_profile.py)
+best_ms = functools.partial(step_profile.best_ms, repeats=REPEATS)
 
 
 def donated_ms(fn, state, repeats=REPEATS):
@@ -169,34 +167,13 @@ def options(prob):
 
 
 def plot(results, title, path):
-    import matplotlib
+    from _common import plot_step_split
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    labels = list(results)
-    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.7 * len(labels)))
-    left = np.zeros(len(labels))
-    for i, (key, name) in enumerate(STACK):
-        ms = np.array([max(results[lab][key], 0.0) for lab in labels])  # < 0: not drawn
-        ax.barh(labels, ms, left=left, color=plt.cm.tab10(i), label=name,
-                hatch="//" if key in ("Xw", "cut_Xtu") else None, edgecolor="white")
-        left += ms
-    for y, lab in enumerate(labels):
-        r = results[lab]
-        ax.plot(r["step_in_loop"], y, "kx", ms=8)
-        ax.annotate(f" in loop {r['step_in_loop']:.3g} ms, products {r['products']:.3g} ms",
-                    (max(left[y], r["step_in_loop"]), y), va="center", fontsize=8)
-    ax.set_xlabel("ms (bars: the parts alone, hatched: products with X, Xᵀ; rest < 0 not "
-                  "drawn; x: a step in a compiled loop)")
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1.45 * left.max())
-    ax.legend(fontsize=7, ncol=5, loc="upper center",
-              bbox_to_anchor=(0.5, -0.12 - 0.6 / (1.2 + 0.7 * len(labels))))
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    plot_step_split(
+        results, STACK, {"Xw", "cut_Xtu"},
+        lambda r: f"in loop {r['step_in_loop']:.3g} ms, products {r['products']:.3g} ms",
+        "ms (bars: the parts alone, hatched: products with X, Xᵀ; rest < 0 not drawn; x: a "
+        "step in a compiled loop)", title, path, "step_in_loop")
 
 
 def main(argv=None):

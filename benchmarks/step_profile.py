@@ -180,35 +180,13 @@ def rows(r):
 
 
 def plot(results, title, path):
-    import matplotlib
+    from _common import plot_step_split
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    labels = list(results)
-    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.7 * len(labels)))
-    left = np.zeros(len(labels))
-    for i, (key, name) in enumerate(STACK):
-        ms = np.array([max(results[lab][key], 0.0) for lab in labels])  # < 0: not drawn
-        ax.barh(labels, ms, left=left, color=plt.cm.tab10(i), label=name,
-                hatch="//" if "Xp" in key or "Xtu" in key else None, edgecolor="white")
-        left += ms
-    for y, lab in enumerate(labels):
-        r = results[lab]
-        ax.plot([r["step"]] * 2, [y - 0.45, y + 0.45], "k-", lw=2)
-        ax.plot(r["step_in_loop"], y, "kx", ms=8)
-        ax.annotate(f" step {r['step']:.3g} ms, in loop {r['step_in_loop']:.3g} ms",
-                    (max(left[y], r["step"]), y), va="center", fontsize=8)
-    ax.set_xlabel("ms (bars: the parts, hatched: products with X, Xᵀ, negative parts not "
-                  "drawn; |: whole step; x: a step in solve's loop)")
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1.35 * max(left.max(), max(r["step"] for r in results.values())))
-    ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / (
-        1.2 + 0.7 * len(labels))))
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    plot_step_split(
+        results, STACK, {k for k, _ in STACK if "Xp" in k or "Xtu" in k},
+        lambda r: f"step {r['step']:.3g} ms, in loop {r['step_in_loop']:.3g} ms",
+        "ms (bars: the parts, hatched: products with X, Xᵀ, negative parts not drawn; |: "
+        "whole step; x: a step in solve's loop)", title, path, "step_in_loop", "step")
 
 
 def problems(args):
