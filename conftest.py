@@ -86,8 +86,8 @@ def pytest_configure(config):
 @pytest.fixture(autouse=True)
 def _optimized_where_marked(request):
     """For a test marked ``optimized``, XLA's LLVM backend at its usual level instead of -O0
-    (module docstring): e.g. the F1 loss's O(n²) programme at n = 20,000 took 33 s at -O0
-    and 13.5 s optimized. The flag is read when a program is compiled, so the test's own
+    (module docstring): e.g. the F1 loss's O(n²) programme at n = 20,000 took 31.6 s at -O0
+    and 12.1 s optimized. The flag is read when a program is compiled, so the test's own
     programs get it; programs it shares with earlier tests may come compiled either way."""
     if request.node.get_closest_marker("optimized") is None:
         yield
