@@ -57,14 +57,21 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import nsjax  # noqa: E402
-from nsjax.solvers.bmrm import BMRM, aggregation_set, combine_cuts  # noqa: E402
+from nsjax.solvers.bmrm import (  # noqa: E402
+    BMRM,
+    OCAS_ETA_MAX,
+    OCAS_MU,
+    aggregation_set,
+    combine_cuts,
+)
 from nsjax.solvers.line_search import ExactLineSearch  # noqa: E402
 from nsjax.solvers.simplex_qp import solve_simplex_qp  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import step_profile  # noqa: E402  (this folder, on sys.path from here)
-
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import step_profile  # noqa: E402  (this folder, on sys.path from here)
+from _common import machine, plot_step_split, save_json  # noqa: E402
+
 LAM, DENSITY, SEED, WARM_STEPS, REPEATS, LOOP_REPEATS = 1e-6, 0.0025, 0, 250, 9, 5
 LOOP_STEPS = (10, 110)
 DATASETS = {"sparse": 1.0, "text-like": 1.1}
@@ -123,8 +130,8 @@ def profile(prob, solver):
     r["Xw"], S_model = best_ms(jax.jit(lambda p, w: p.scores(w)), prob, w_model)
     r["line_search"], ls = best_ms(jax.jit(lambda p, w, S, d, dS: ExactLineSearch().search(
         p, w, S, d, dS)), prob, w, S, w_model - w, S_model - S)
-    eta = jnp.minimum(ls.eta, 64.0)  # the OCAS step's cap (bmrm.OCAS_ETA_MAX)
-    w_cut = 0.9 * (w + eta * (w_model - w)) + 0.1 * w_model
+    eta = jnp.minimum(ls.eta, OCAS_ETA_MAX)  # the cut point of `BMRM.iterate`
+    w_cut = (1 - OCAS_MU) * (w + eta * (w_model - w)) + OCAS_MU * w_model
     S_cut = prob.scores(w_cut)
     r["cut"], (_, a, _) = best_ms(jax.jit(lambda p, w, S: p.cut(w, S)), prob, w_cut, S_cut)
     r["cut_Xtu"], _ = best_ms(jax.jit(lambda p, u: p.rmv(u)), prob,
@@ -167,8 +174,6 @@ def options(prob):
 
 
 def plot(results, title, path):
-    from _common import plot_step_split
-
     plot_step_split(
         results, STACK, {"Xw", "cut_Xtu"},
         lambda r: f"in loop {r['step_in_loop']:.3g} ms, products {r['products']:.3g} ms",
@@ -183,9 +188,6 @@ def main(argv=None):
                         help="also steps and time to 1e-3 against capacity and merge")
     args = parser.parse_args(argv)
     name = "bundle_profile" + ("_quick" if args.quick else "")
-    sys.path.insert(0, str(HERE))
-    from _common import machine, save_json
-
     n, d = (5_000, 2_000) if args.quick else (50_000, 20_000)
     solver = BMRM(line_search="exact")
     results, option_runs = {}, None
