@@ -17,6 +17,8 @@ from nsjax.solvers.simplex_qp import solve_simplex_qp as _solve_simplex_qp
 VARIANTS = {
     "qp": nsjax.solvers.BMRM(),
     "qp-exact-ls": nsjax.solvers.BMRM(line_search="exact"),
+    # Paper 000's OCAS-like BMRM, without the default proximity term.
+    "qp-exact-ls-plain": nsjax.solvers.BMRM(line_search="exact", proximity=0),
     "ls": nsjax.solvers.LineSearchBMRM(),
 }
 
@@ -41,7 +43,7 @@ def _check_history(sol, J_star, prob):
 # The exact line search needs lines, so that variant runs on the hinge only (and is refused
 # on the logistic loss: see the next test).
 CASES = [(v, loss) for v in VARIANTS for loss in ("hinge", "logistic")
-         if (v, loss) != ("qp-exact-ls", "logistic")]
+         if not (v.startswith("qp-exact-ls") and loss == "logistic")]
 
 
 @pytest.mark.parametrize(("variant", "loss"), CASES)
@@ -97,6 +99,100 @@ def test_bundle_products_from_the_used_blocks_equal_the_full_ones(shape, used, d
     want = np.zeros(shape[0])
     want[valid] = np.tensordot(Av, a, axes=a.ndim)
     np.testing.assert_allclose(q, want, rtol=1e-13, atol=1e-13)
+
+
+def _bundle_after(solver, prob, steps):
+    """The solver's state after ``steps`` compiled steps from 0, and that state's cuts
+    inserted (as the next step's `iterate` sees them)."""
+    step = jax.jit(lambda p, s: solver.step(p, s))
+    state = solver.init(prob, prob.zeros())
+    for _ in range(steps):
+        state = step(prob, state)
+    return state, jax.jit(solver.insert)(state)
+
+
+@pytest.mark.parametrize("proximity", [0, 1.5, 10.0])
+def test_the_model_minimizer_with_a_proximity_term_equals_cvxpy(proximity):
+    """min_w λ/2‖w‖² + τ/2‖w − w_t‖² + max_i ⟨a_i, w⟩ + b_i over the bundle's cuts (τ =
+    proximity · λ), solved by cvxpy on the state's own bundle and iterate, is the minimizer
+    `BMRM.minimize_model` gives; its ⟨a_i, w⟩ (from Q, without reading A) are A w; and
+    the certificate is the plain model's dual at its α (≤ the plain model's minimum)."""
+    X, y, _ = random_binary(4, 60, 6)
+    lam = 0.05
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y)
+    solver = nsjax.solvers.BMRM(line_search="exact", proximity=proximity)
+    _, state = _bundle_after(solver, prob, 7)
+    alpha, Aalpha, w_model, q_model = jax.jit(solver.minimize_model)(state, prob.lam)
+    valid = np.asarray(state.valid)
+    A, b = np.asarray(state.A)[valid], np.asarray(state.b)[valid]
+    w_t, tau = np.asarray(state.core.w), proximity * lam
+
+    def model(w):
+        return cp.max(A @ w + b)
+
+    w = cp.Variable(A.shape[1])
+    cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(w) + tau / 2 * cp.sum_squares(w - w_t)
+                           + model(w))).solve(solver=cp.CLARABEL, tol_gap_abs=1e-12,
+                                              tol_gap_rel=1e-12, tol_feas=1e-12)
+    np.testing.assert_allclose(np.asarray(w_model), w.value, rtol=1e-6, atol=1e-7)
+    if proximity > 0:  # (without the term nothing uses them, and they are 0)
+        np.testing.assert_allclose(np.asarray(q_model)[valid], A @ np.asarray(w_model),
+                                   rtol=1e-10, atol=1e-12)
+    assert np.all(np.asarray(q_model)[~valid if proximity > 0 else slice(None)] == 0)
+    np.testing.assert_allclose(np.asarray(Aalpha), np.asarray(alpha)[valid] @ A, rtol=1e-12,
+                               atol=1e-14)
+    plain = cp.Variable(A.shape[1])
+    min_model = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(plain) + model(plain))).solve(
+        solver=cp.CLARABEL)
+    dual = -np.sum(np.asarray(Aalpha) ** 2) / (2 * lam) + np.asarray(alpha)[valid] @ b
+    assert dual <= min_model + 1e-9
+    if proximity == 0:  # the plain model's own optimum: the dual attains its minimum
+        assert dual == pytest.approx(min_model, rel=1e-7)
+
+
+def test_the_products_with_the_iterate_follow_it_through_drops_and_merges():
+    """``center_q``, ⟨a_i, w_t⟩ for the bundle's cuts, is kept without reading A: the new
+    cut's by a dot product in `insert`, a merged cut's as the same mean, the others along
+    the step's lines. After each step it is A w_t (to rounding), on a bundle of 4 that
+    drops and merges cuts."""
+    X, y, _ = random_binary(3, 150, 12)
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.01), X, y)
+    solver = nsjax.solvers.BMRM(line_search="exact", capacity=4)
+    step = jax.jit(lambda p, s: solver.step(p, s))
+    state = solver.init(prob, prob.zeros())
+    for _ in range(60):
+        state = step(prob, state)
+        valid = np.asarray(state.valid)
+        A, w = np.asarray(state.A)[valid], np.asarray(state.core.w)
+        np.testing.assert_allclose(np.asarray(state.center_q)[valid], A @ w, rtol=1e-9,
+                                   atol=1e-12 * np.abs(A).max() * np.abs(w).max())
+        assert np.all(np.asarray(state.center_q)[~valid] == 0)
+    stats = {k: int(v) for k, v in state.core.stats.items()}
+    assert stats["dropped_cuts"] > 0 and stats["aggregations"] > 0, stats
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (dict(proximity=-1.0), "finite number >= 0"),
+    (dict(line_search="exact", proximity=float("nan")), "finite number >= 0"),
+    (dict(line_search="exact", proximity=float("inf")), "finite number >= 0"),
+    (dict(line_search="exact", proximity="1"), "finite number >= 0"),
+    (dict(proximity=1.0), "needs line_search='exact'"),
+])
+def test_bad_proximity_is_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        nsjax.solvers.BMRM(**options)
+
+
+def test_proximity_defaults_to_the_ocas_like_variant_only():
+    BMRM = nsjax.solvers.BMRM
+    assert BMRM().tau_over_lam == 0 and BMRM(proximity=0).tau_over_lam == 0
+    assert BMRM(line_search="exact").tau_over_lam == 1.5
+    assert BMRM(line_search="exact", proximity=0).tau_over_lam == 0
+    # The hybrid falls back to plain BMRM on a loss without lines, proximity and all.
+    X, y, _ = random_binary(0, 40, 4)
+    prob = nsjax.Problem(nsjax.losses.Logistic(), nsjax.regularizers.L2(0.1), X, y)
+    hybrid = nsjax.solvers.Hybrid(bmrm=BMRM(line_search="exact", proximity=2.0))
+    assert hybrid.bundle_solver(prob) == BMRM()
 
 
 def test_full_bundle_keeps_a_valid_lower_bound():

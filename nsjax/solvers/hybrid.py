@@ -133,7 +133,7 @@ class Hybrid(Solver):
     def bundle_solver(self, problem) -> BMRM:
         """The phase-2 solver on ``problem``."""
         if self.bmrm.line_search == "exact" and not problem.has_lines:
-            return dataclasses.replace(self.bmrm, line_search="none")
+            return dataclasses.replace(self.bmrm, line_search="none", proximity=None)
         return self.bmrm
 
     def check(self, problem):
