@@ -176,6 +176,7 @@ def test_the_products_with_the_iterate_follow_it_through_drops_and_merges():
     (dict(line_search="exact", proximity=float("nan")), "finite number >= 0"),
     (dict(line_search="exact", proximity=float("inf")), "finite number >= 0"),
     (dict(line_search="exact", proximity="1"), "finite number >= 0"),
+    (dict(line_search="exact", proximity=True), "finite number >= 0"),
     (dict(proximity=1.0), "needs line_search='exact'"),
 ])
 def test_bad_proximity_is_refused(options, message):

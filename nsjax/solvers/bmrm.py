@@ -198,7 +198,8 @@ class BMRM(Solver):
             raise ValueError(f"merge must be a share in (0, 1] of the capacity; got "
                              f"{self.merge!r}.")
         if self.proximity is not None:
-            if not (isinstance(self.proximity, (int, float)) and 0 <= self.proximity < 1e300):
+            if not (isinstance(self.proximity, (int, float)) and not isinstance(
+                    self.proximity, bool) and 0 <= self.proximity < float("inf")):
                 raise ValueError(f"proximity must be a finite number >= 0 (τ/λ) or None; got "
                                  f"{self.proximity!r}.")
             if self.proximity > 0 and self.line_search != "exact":

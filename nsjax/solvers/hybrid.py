@@ -27,8 +27,9 @@ one compiled loop with one history and one certified gap:
   at step 14 (Letter-like Crammer–Singer at λ = 1e-5: 101 steps to 1e-3, 65 with the
   minimum, subLBFGS alone 45), at a cost of 0–13 % more steps where the rule would have
   switched after 20–39 steps (binary sets, digits even/odd).
-- Phase 2, BMRM with the exact line search (`BMRM(line_search="exact")`, paper 000 Sec. 7.4)
-  from the current iterate, its bundle started from the cut taken there. With
+- Phase 2, BMRM with the exact line search (`BMRM(line_search="exact")`, paper 000 Sec. 7.4,
+  with its default proximity term, `nsjax.solvers.bmrm`) from the current iterate, its
+  bundle started from the cut taken there. With
   ``keep_cuts=True`` it also keeps phase 1's last ``capacity`` cuts: its model is then
   faithful at once and its dual starts at least at the best D(ū) (each single cut is a
   feasible dual point), which saves steps on some problems (Letter-like, λ = 1e-5: 77
