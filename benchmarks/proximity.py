@@ -82,6 +82,12 @@ def to_target(prob, solver, jstar, budget) -> dict:
     return {"steps": k, "time_s": t, "ms_per_step": 1e3 * t / k}
 
 
+def without(rows, r) -> dict:
+    """The row of ``rows`` for ``r``'s case, λ, dtype and solver without the term (τ = 0)."""
+    return next(b for b in rows if b["proximity"] == 0 and all(
+        b[k] == r[k] for k in ("case", "lam", "dtype", "solver")))
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -116,8 +122,7 @@ def main(argv=None) -> None:
     print("\nsteps and time with τ = 1.5 λ / without (τ = 0):")
     for r in rows:
         if r["proximity"] == 1.5:
-            base = next(b for b in rows if b["proximity"] == 0 and all(
-                b[k] == r[k] for k in ("case", "lam", "dtype", "solver")))
+            base = without(rows, r)
             if r["steps"] and base["steps"]:
                 print(f"  {r['case']}, λ {r['lam']:.0e}, {r['dtype']}, {r['solver']}: steps "
                       f"{r['steps'] / base['steps']:.2f}×, time "
@@ -138,8 +143,7 @@ def plot(rows, sweep, path: Path) -> None:
     for r in rows:
         if r["proximity"] != 1.5:
             continue
-        base = next(b for b in rows if b["proximity"] == 0 and all(
-            b[k] == r[k] for k in ("case", "lam", "dtype", "solver")))
+        base = without(rows, r)
         if r["time_s"] and base["time_s"]:
             labels.append(f"{r['case'].split()[0]} {r['lam']:.0e} {r['dtype'][-2:]} "
                           f"{r['solver']}")
