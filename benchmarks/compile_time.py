@@ -1,9 +1,11 @@
-"""Compile time of every solver (issue 14, item 3: under 5 s per new shape).
+"""Compile time of every solver (issue 14, item 3: under 5 s per new shape; issue 51, item 4:
+the default Hybrid's under 1.5 s).
 
 For each solver class, ``nsjax.solve``'s program (``nsjax.loop._run_jit``, max_steps = 500)
-is traced and lowered (``.lower``: JAX's share) and compiled (``.compile()``: XLA's share)
-for a new shape, and compiled again with XLA's default options (``_run_jit.default``:
-`nsjax.jit_by_size` compiles problems of this size with the older CPU emitters), on a
+is traced and lowered (``.lower``: JAX's share) and compiled (``.compile(options)``: XLA's
+share, with the options nsjax uses for the problem, `nsjax.programs.compile_options`: at
+this size on a CPU, the older emitters and LLVM at -O0) for a new shape, and compiled
+again with XLA's default options, on a
 400 x 30 dense float64 problem (``jax_enable_x64``), without and with a bias: the L2
 hinge for the hinge solvers, the L1 logistic for OBA, OWL-QN and OWL-QN*, and the
 Crammer-Singer hinge (K = 5) for the default Hybrid. Also the size of the lowered
@@ -29,8 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import nsjax
-from nsjax.jit_by_size import is_small
 from nsjax.loop import _run_jit, history_length
+from nsjax.programs import compile_options
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import HERE, machine, save_figure, save_json  # noqa: E402  (the script's folder is on sys.path)
@@ -60,8 +62,8 @@ def problems() -> dict:
 
 
 def measure(prob, solver) -> dict:
-    """nsjax's program (``_run_jit``: at this size on a CPU, XLA's older emitters, see
-    `nsjax.jit_by_size`), then the same with XLA's defaults (``_run_jit.default``)."""
+    """nsjax's program (``_run_jit`` compiled with `compile_options`), then the same with
+    XLA's defaults."""
     args = (prob.without_classes(), jnp.zeros(prob.w_shape, prob.dtype),
             jnp.asarray(1e-6, prob.dtype), MAX_STEPS)
     kwargs = {"solver": solver, "length": history_length(MAX_STEPS)}
@@ -69,16 +71,17 @@ def measure(prob, solver) -> dict:
     t0 = time.perf_counter()
     lowered = _run_jit.lower(*args, **kwargs)
     t1 = time.perf_counter()
-    lowered.compile()
+    options = compile_options(args[0])
+    lowered.compile(options)
     t2 = time.perf_counter()
     text = lowered.as_text()
     jax.clear_caches()
-    default = _run_jit.default.lower(*args, **kwargs)
+    default = _run_jit.lower(*args, **kwargs)
     t3 = time.perf_counter()
     default.compile()
     t4 = time.perf_counter()
     return {"lower_s": t1 - t0, "compile_s": t2 - t1, "total_s": t2 - t0,
-            "compile_default_s": t4 - t3, "small_problem": is_small(args[0]),
+            "compile_default_s": t4 - t3, "options": options,
             "hlo_lines": text.count("\n"), "while_loops": text.count("stablehlo.while"),
             "sorts": text.count("stablehlo.sort")}
 

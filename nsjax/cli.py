@@ -101,7 +101,7 @@ def train(args) -> int:
                              bias=args.bias)
         t0 = time.perf_counter()
         sol = nsjax.solve(prob, solver, max_steps=args.max_steps, tol=args.tol,
-                          progress=not args.quiet)
+                          progress=not args.quiet and sys.stderr.isatty())
         sol.w.block_until_ready()
     except (ValueError, TypeError) as e:
         raise InputError(str(e)) from None
@@ -253,7 +253,8 @@ def add_commands(sub) -> None:
     t.add_argument("--max-steps", type=int, default=1000)
     t.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     t.add_argument("--out", help="model file (default: FILE with .model.npz)")
-    t.add_argument("--quiet", action="store_true", help="no progress line")
+    t.add_argument("--quiet", action="store_true",
+                   help="no progress line (there is none when stderr is not a terminal)")
     p = sub.add_parser("predict", help="predict every row of a file with a saved model")
     p.add_argument("model", help="a model file written by train")
     p.add_argument("file", help="svmlight / libsvm file, or .npz with arrays X and y")

@@ -603,6 +603,27 @@ class DesignMatrix:
                 raise ValueError("X.by_row and X.by_col hold different matrices; build X with "
                                  "DesignMatrix.from_any.")
 
+    def can_pad(self) -> bool:
+        """Whether `padded` applies: dense X, or sparse X in plain chunks (no dense head, no
+        length buckets, not cut into blocks)."""
+        if not self.is_sparse:
+            return True
+        return (self.blocks == 1 and isinstance(self.by_row, Chunks)
+                and isinstance(self.by_col, Chunks) and self.by_row.head_index is None
+                and self.by_col.head_index is None)
+
+    def padded(self, rows: int, cols: int) -> DesignMatrix:
+        """X of shape (rows, cols) ≥ (n, d): X's entries, then zero rows and zero columns.
+        Dense X is copied (on the host); sparse X keeps its chunks, its layouts only count
+        more (empty) rows and columns. Needs `can_pad`."""
+        n, d = self.shape
+        if not self.is_sparse:
+            dense = np.pad(np.asarray(self.dense), ((0, rows - n), (0, cols - d)))
+            return dataclasses.replace(self, dense=jnp.asarray(dense), shape=(rows, cols))
+        return dataclasses.replace(
+            self, by_row=dataclasses.replace(self.by_row, num_rows=rows),
+            by_col=dataclasses.replace(self.by_col, num_rows=cols), shape=(rows, cols))
+
     def split_rows(self, blocks: int) -> DesignMatrix:
         """Sparse X with its rows cut into ``blocks`` equal blocks, each laid out on its own
         (`blocks`): the products run block by block (a vmap), so that with the blocks

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.datasets import load_breast_cancer, load_digits, load_svmlight_file
 
 __all__ = [
     "breast_cancer",
@@ -58,6 +57,8 @@ def breast_cancer() -> tuple[np.ndarray, np.ndarray]:
         columns, ``y`` an integer array of shape ``(569,)`` holding the original labels
         (0 = malignant, 1 = benign).
     """
+    from sklearn.datasets import load_breast_cancer  # here: scikit-learn takes ~1 s to import
+
     X, y = load_breast_cancer(return_X_y=True)
     X = np.asarray(X, dtype=np.float64)
     X = (X - X.mean(axis=0)) / X.std(axis=0)
@@ -65,6 +66,8 @@ def breast_cancer() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _digits_features() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
     X, y = load_digits(return_X_y=True)
     return np.asarray(X, dtype=np.float64) / 16.0, np.asarray(y, dtype=np.int64)
 
@@ -98,7 +101,8 @@ def load_svmlight(
     n_features: int | None = None,
     dtype: np.dtype | type = np.float64,
 ) -> tuple[sp.csr_matrix, np.ndarray]:
-    """Load a LIBSVM / svmlight format file via ``sklearn.datasets.load_svmlight_file``.
+    """Load a LIBSVM / svmlight format file, as ``sklearn.datasets.load_svmlight_file``
+    does (small files are parsed here, larger ones by scikit-learn's parser).
 
     Args:
         path: Path of the file (it may be compressed with gzip or bz2, as scikit-learn
@@ -137,25 +141,41 @@ def load_svmlight(
             f"svmlight file not found: {str(file)!r} (resolved to {str(file.resolve())!r}). "
             "Download the data set first (e.g. from the LIBSVM data sets page) or fix the path."
         )
+    if file.stat().st_size <= SMALL_SVMLIGHT_BYTES:
+        # Parsed here: importing scikit-learn would take longer than the file (~1 s).
+        X, y = _parse_svmlight(file, n_features)
+        return sp.csr_matrix(X, dtype=dt), y
     try:
+        from sklearn.datasets import load_svmlight_file
+
         X, y = load_svmlight_file(str(file), n_features=n_features, dtype=dt)
     except ValueError as e:
-        where = _first_bad_svmlight_line(file)
-        if where is None:
-            raise ValueError(f"{str(file)!r}: {e}") from e
-        raise ValueError(f"{str(file)!r}, line {where[0]}: {where[1]}: {where[2]!r}. Each line "
-                         "must read 'label index:value index:value ...' with ascending "
-                         "indices (a '#' starts a comment).") from e
+        _parse_svmlight(file, n_features)  # raises, naming the first malformed line
+        raise ValueError(f"{str(file)!r}: {e}") from e
     return sp.csr_matrix(X), np.asarray(y)
 
 
-def _first_bad_svmlight_line(file: Path):
-    """(line number, what is wrong, the line) for the first malformed line of an svmlight
-    file, or None. Only called after scikit-learn's parser failed, to say where."""
+#: Files up to this size are parsed by `load_svmlight` itself, larger ones by
+#: scikit-learn's compiled parser.
+SMALL_SVMLIGHT_BYTES = 1 << 22
+
+
+def _parse_svmlight(file: Path, n_features):
+    """(X as a CSR matrix in float64, y) from an svmlight file, read as scikit-learn's
+    ``load_svmlight_file`` reads it (comments after '#', ``qid:`` pairs skipped, indices
+    one-based unless an index 0 occurs); a ValueError names the first malformed line."""
     import bz2
     import gzip
 
     opener = {".gz": gzip.open, ".bz2": bz2.open}.get(file.suffix, open)
+    labels, indptr, indices, values = [], [0], [], []
+
+    def bad(number, what, raw):
+        return ValueError(f"{str(file)!r}, line {number}: {what}: "
+                          f"{raw.decode(errors='replace').rstrip()!r}. Each line must read "
+                          "'label index:value index:value ...' with ascending indices (a "
+                          "'#' starts a comment).")
+
     with opener(file, "rb") as f:
         for number, raw in enumerate(f, start=1):
             line = raw.split(b"#", 1)[0].strip()
@@ -163,28 +183,42 @@ def _first_bad_svmlight_line(file: Path):
                 continue
             label, *pairs = line.split()
             try:
-                float(label)
+                labels.append(float(label))
             except ValueError:
-                return number, f"the label {label.decode(errors='replace')!r} is not a number", \
-                    raw.decode(errors="replace").rstrip()
+                raise bad(number, f"the label {label.decode(errors='replace')!r} is not a "
+                               "number", raw) from None
             last = -1
             for pair in pairs:
                 if b":" not in pair:
-                    return number, (f"{pair.decode(errors='replace')!r} has no colon (expected "
-                                    "index:value)"), raw.decode(errors="replace").rstrip()
+                    raise bad(number, f"{pair.decode(errors='replace')!r} has no colon "
+                                      "(expected index:value)", raw)
                 key, value = pair.split(b":", 1)
                 if key == b"qid":
                     continue
                 try:
-                    index, _ = int(key), float(value)
+                    index, number_value = int(key), float(value)
                 except ValueError:
-                    return number, (f"{pair.decode(errors='replace')!r} is not an integer "
-                                    "index and a number"), raw.decode(errors="replace").rstrip()
-                if index <= last:
-                    return number, "feature indices must be ascending and unique", \
-                        raw.decode(errors="replace").rstrip()
+                    raise bad(number, f"{pair.decode(errors='replace')!r} is not an integer "
+                                      "index and a number", raw) from None
+                if index <= last or index < 0:
+                    raise bad(number, "feature indices must be ascending, unique and >= 0",
+                              raw)
                 last = index
-    return None
+                indices.append(index)
+                values.append(number_value)
+            indptr.append(len(indices))
+    indices = np.asarray(indices, dtype=np.int64)
+    if indices.size and indices.min() > 0:  # one-based, as scikit-learn's "auto" decides
+        indices -= 1
+    width = int(indices.max()) + 1 if indices.size else 0
+    if n_features is not None:
+        if width > n_features:
+            raise ValueError(f"{str(file)!r} has feature index {width - 1} (zero-based), "
+                             f"beyond n_features={n_features}.")
+        width = n_features
+    X = sp.csr_matrix((np.asarray(values, dtype=np.float64), indices,
+                       np.asarray(indptr, dtype=np.int64)), shape=(len(labels), width))
+    return X, np.asarray(labels, dtype=np.float64)
 
 
 # ----------------------------------------------------------------------------------------

@@ -26,10 +26,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nsjax import buckets
 from nsjax.data import round_up
 from nsjax.implicit import implicit_solution
-from nsjax.jit_by_size import JitBySize, jit_by_size
 from nsjax.problem import Problem, is_traced
+from nsjax.programs import Program, program
 from nsjax.results import RESULTS, ConvergenceWarning, History, Solution
 from nsjax.solvers.base import Best, Solver, core_of
 
@@ -138,10 +139,10 @@ def _run(problem, w0, tol, max_steps, solver, length, progress=0):
                     num_steps=t, stats=core_of(state).stats, history=history)
 
 
-_run_jit = JitBySize(_run, static_argnames=("solver", "length", "progress"))
+_run_jit = Program(_run, static_argnames=("solver", "length", "progress"))
 
 
-@jit_by_size(static_argnames=("solver", "length", "warm_start"))
+@program(static_argnames=("solver", "length", "warm_start"))
 def _sweep_jit(problem, lams, w0, tol, max_steps, solver, length, warm_start=True):
     if not warm_start:
         return jax.vmap(lambda lam: _run(problem.with_lam(lam), w0, tol, max_steps, solver,
@@ -376,8 +377,11 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
         run_on, w0, tol = jax.lax.stop_gradient((problem, w0, tol))
     steps = jnp.asarray(max_steps, jnp.int32)
     if jit:
-        sol = _cut(_run_jit(run_on, w0, tol, steps, solver, history_length(max_steps), every),
+        run_on, w0, restore = buckets.pad(run_on, w0, solver)
+        sol = _cut(_run_jit(run_on, w0, tol, steps, solver=solver,
+                            length=history_length(max_steps), progress=every),
                    max_steps)
+        sol = restore(sol)
     else:
         with jax.disable_jit():
             sol = _run(run_on, w0, tol, steps, solver, int(max_steps), every)
@@ -463,10 +467,12 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6, *,
         raise TypeError(f"warm_start must be True or False; got {warm_start!r}.")
     solver = _default_solver(solver, problem.with_lam(float(lams.min())))
     _check(solver, problem.with_lam(float(lams.min())))
-    sols = _sweep_jit(problem.without_classes(), jnp.asarray(lams, problem.dtype), w0,
+    problem, w0, restore = buckets.pad(problem.without_classes(), w0, solver)
+    sols = _sweep_jit(problem, jnp.asarray(lams, problem.dtype), w0,
                       jnp.asarray(tol, problem.dtype), jnp.asarray(max_steps, jnp.int32),
-                      solver, history_length(max_steps), bool(warm_start))
-    sols = _cut(sols, max_steps)
+                      solver=solver, length=history_length(max_steps),
+                      warm_start=bool(warm_start))
+    sols = restore(_cut(sols, max_steps), lead=1)
     return _warn_unless_all_successful(solver, sols, "strengths")
 
 
@@ -519,11 +525,16 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
                     "layout); a batch needs problems of one kind.")
             _check(solver, p)
         one = problems[0]
-        stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *problems)
     w0 = _check_common(one, w0, max_steps, tol)
+    restore = buckets.unchanged
+    if not isinstance(problems, Problem):
+        padded = [buckets.pad(p, w0, solver) for p in problems]
+        problems, w0, restore = [p for p, _, _ in padded], padded[0][1], padded[0][2]
+        stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *problems)
     sols = _batch_jit(stacked, w0, jnp.asarray(tol, one.dtype),
-                      jnp.asarray(max_steps, jnp.int32), solver, history_length(max_steps))
-    sols = _cut(sols, max_steps)
+                      jnp.asarray(max_steps, jnp.int32), solver=solver,
+                      length=history_length(max_steps))
+    sols = restore(_cut(sols, max_steps), lead=1)
     return _warn_unless_all_successful(solver, sols, "problems")
 
 
@@ -541,6 +552,6 @@ def _kind(problem):
     return tree, [(jnp.shape(x), jnp.result_type(x)) for x in leaves]
 
 
-@jit_by_size(static_argnames=("solver", "length"))
+@program(static_argnames=("solver", "length"))
 def _batch_jit(problems, w0, tol, max_steps, solver, length):
     return jax.vmap(lambda p: _run(p, w0, tol, max_steps, solver, length))(problems)

@@ -169,6 +169,33 @@ class Problem:
         return Problem.tree_unflatten((None, self.num_outputs, self.bias, self.node_types),
                                       (self.loss, self.reg, self.X, self.y))
 
+    def padded(self, cols: int, rows: int | None = None) -> Problem:
+        """The same objective on X padded to ``cols`` columns and, where ``rows`` is given,
+        to ``rows`` rows (`DesignMatrix.padded`): what `nsjax.buckets` solves, so that
+        nearby shapes share one compiled program.
+
+        With ``rows`` (≥ n; needs a `Weighted` loss) the problem is always a weighted one,
+        so that every n of a bucket, its own size included, runs one program: a padded row
+        has label ``y[0]`` and weight 0, and the given rows weigh cᵢ·rows/n (cᵢ = 1 without
+        sample weights), so (1/rows) Σ cᵢ' ℓᵢ is the given (1/n) Σ cᵢ ℓᵢ. A zero column's
+        weight stays 0 from a start that is 0 there (the loss's gradient vanishes on it, as
+        does a separable regularizer's at 0); with a bias, the bias stays the last weight.
+        Not for traced or sharded problems.
+        """
+        n, d = self.X.shape
+        loss, y = self.loss, self.y
+        if rows is not None:
+            weights = getattr(loss, "weights", None)
+            c = np.ones(n, self.dtype) if weights is None else np.asarray(weights)
+            loss = loss.with_weights(jnp.asarray(
+                np.concatenate([c * (rows / n), np.zeros(rows - n, c.dtype)])))
+            y = np.asarray(y)
+            y = jnp.asarray(np.concatenate([y, np.repeat(y[:1], rows - n, axis=0)]))
+        X = self.X.padded(n if rows is None else rows, cols)
+        return Problem.tree_unflatten(
+            (self.classes, self.num_outputs, self.bias, node_types((loss, self.reg, X))),
+            (loss, self.reg, X, y))
+
     def shard(self, mesh, axis=None) -> Problem:
         """This problem with its examples split by rows over the devices of ``mesh``.
 

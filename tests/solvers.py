@@ -36,7 +36,7 @@ REGISTRY = [
         ("hinge",)),
     # The default subLBFGS stalls on the hinge's kinks (stall_tol, RESULTS.md "Why subLBFGS's
     # tail stalls"): on seed 1 at 3e-7 or 2e-6 of J*, depending on the order of the sums that
-    # XLA compiles (`nsjax.jit_by_size`). The Hybrid is the solver that finishes. On seeds
+    # XLA compiles (`nsjax.programs`). The Hybrid is the solver that finishes. On seeds
     # 0–7 the worst was 1.7e-6 (seed 1, stalled) with the optimized code and 2.3e-5
     # (seed 0, direction_failed: Alg. 2 with B = I found no descent in k_max = 100
     # iterations) at -O0 (`conftest.py`); 1,000 iterations there reach 1e-11, but cost

@@ -59,6 +59,9 @@ def test_npz_data_multiclass_and_the_progress_line(tmp_path, capsys, monkeypatch
     np.savez(data, X=X, y=y)
     monkeypatch.setattr(nsjax.loop._Progress, "delay", 0.0)  # show it at once
     monkeypatch.setattr(nsjax.loop._Progress, "interval", 0.0)
+    # The progress line is shown on a terminal only (a log file gets no \r lines, and the
+    # program without the callback comes from the cache).
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     # (BMRM: what is tested does not depend on the solver, and it compiles in a third of
     # the default's time; the default solve is the subprocess's above.)
     assert main(["train", str(data), "--loss", "multiclass", "--C", "10", "--max-steps",

@@ -90,6 +90,36 @@ def test_load_svmlight_round_trip(tmp_path):
     assert X3[:, 12:].nnz == 0
 
 
+@pytest.mark.parametrize("ours", [True, False])
+def test_load_svmlight_reads_as_scikit_learn_does(tmp_path, monkeypatch, ours):
+    """Small files are parsed by nsjax (no scikit-learn import), larger ones by
+    scikit-learn's parser: the same matrices either way."""
+    from sklearn.datasets import load_svmlight_file
+
+    import nsjax.datasets
+
+    monkeypatch.setattr(nsjax.datasets, "SMALL_SVMLIGHT_BYTES", 1 << 22 if ours else 0)
+    rng = np.random.default_rng(2)
+    files = []
+    for zero_based in (True, False):
+        path = tmp_path / f"z{zero_based}.svm"
+        dump_svmlight_file(sp.random(30, 9, density=0.3, format="csr", random_state=3),
+                           rng.integers(-1, 3, 30).astype(float), str(path),
+                           zero_based=zero_based, comment="a comment")
+        files.append(path)
+    files.append(tmp_path / "qid.svm")
+    files[-1].write_text("1 qid:3 1:0.5 3:2 # c\n-1 qid:3 2:1\n\n# only a comment\n")
+    for path in files:
+        for width in (None, 12):
+            X, y = load_svmlight(path, n_features=width)
+            X_ref, y_ref = load_svmlight_file(str(path), n_features=width)
+            assert X.shape == X_ref.shape and (X != X_ref).nnz == 0
+            np.testing.assert_array_equal(y, y_ref)
+    files[-1].write_text("1 1:0.5\n-1 2:x\n")
+    with pytest.raises(ValueError, match="line 2: '2:x' is not an integer index"):
+        load_svmlight(files[-1])
+
+
 def test_load_svmlight_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="not found"):
         load_svmlight(tmp_path / "nope.svm")

@@ -15,7 +15,7 @@ from nsjax import RESULTS
 # Large memory without secant scaling: on 200-example problems the hinge is so kinked that a
 # 15-pair memory converges too slowly to test 1e-6 (see RESULTS.md); the algorithm is the same.
 # The direction search to ε = 1e-6 (Alg. 2; 1e-5 by default): at 1e-5 it gave up on seed 16
-# (direction_failed) at 3e-6 of J* in one of XLA's two summation orders (`nsjax.jit_by_size`)
+# (direction_failed) at 3e-6 of J* in one of XLA's summation orders (`nsjax.programs`)
 # and at 1e-10 in the other; at 1e-6, at 3e-10.
 EXACT = nsjax.solvers.SubLBFGS(memory=256, scaling=False, eps=1e-6)
 

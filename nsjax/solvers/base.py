@@ -181,6 +181,10 @@ class Solver(abc.ABC):
     #: Whether the solver takes a constraint (`Regularizer.constraint`: the indicator of a
     #: set, used only through its prox, the projection, and its conjugate).
     takes_constraints: ClassVar[bool] = False
+    #: Whether the iterates depend on the problem only through its objective, not on the
+    #: number of weights or examples as such, so that `nsjax.buckets` may pad the problem
+    #: with zero columns (and weightless rows) without changing a run.
+    shape_free: ClassVar[bool] = True
 
     @abc.abstractmethod
     def init(self, problem, w0) -> Any:

@@ -101,7 +101,7 @@ gradient.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -395,6 +395,8 @@ class OBA(Solver):
         (<RESULTS.successful: 0>, 11, 0)
     """
 
+    #: τ⁰ counts the weights: padded zero columns (`nsjax.buckets`) would change the run.
+    shape_free: ClassVar[bool] = False
     eta: float = 0.01
     cg_tol: float = 0.1
     max_cg: int = 500
