@@ -80,7 +80,7 @@ def train(args) -> int:
 
     jax.config.update("jax_enable_x64", args.dtype == "float64")
     import nsjax
-    from nsjax.sklearn import solver_from_name
+    from nsjax.solvers import solver_from_name
 
     dtype = np.dtype(args.dtype)
     X, y = load_data(args.file, dtype=dtype)
@@ -106,7 +106,7 @@ def train(args) -> int:
     except (ValueError, TypeError) as e:
         raise InputError(str(e)) from None
     seconds = time.perf_counter() - t0
-    scores = np.asarray(prob.scores(sol.w))
+    scores = _scores(X, np.asarray(sol.w), prob.bias)
     fit = _quality(args.loss, prob.classes, scores, y)
     print(f"{prob!r}, lambda {strength:.4g}: {sol.result.name} after {int(sol.num_steps)} "
           f"steps in {seconds:.2f} s (compilation included); objective "
@@ -119,6 +119,13 @@ def train(args) -> int:
              num_steps=int(sol.num_steps))
     print(f"model written to {out}")
     return 0 if sol.result == nsjax.RESULTS.successful else 3
+
+
+def _scores(X, w, bias):
+    """X w (+ the bias, w's last row), on the host: a command's one product is not worth
+    compiling (the sparse product op by op compiles ~30 small programs, 0.4 s)."""
+    scores = np.asarray(X @ (w[:-1] if bias else w))
+    return scores + w[-1] if bias else scores
 
 
 def _predictions(loss, classes, scores):
@@ -160,9 +167,7 @@ def predict(args) -> int:
     X, y = load_data(args.file, n_features=d)
     w = model["w"]
     loss = str(model["loss"])
-    scores = np.asarray(X @ (w[:-1] if bool(model["bias"]) else w))
-    if bool(model["bias"]):
-        scores = scores + w[-1]
+    scores = _scores(X, w, bool(model["bias"]))
     predictions = _predictions(loss, model["classes"], scores)
     # Numeric classes as %g (svmlight labels are read as floats: 1, not 1.0).
     numeric = predictions.dtype.kind in "fiu"

@@ -64,31 +64,12 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 import nsjax
-from nsjax import losses, regularizers, solvers
+from nsjax import losses, regularizers
 from nsjax.data import round_up
 from nsjax.results import RESULTS
+from nsjax.solvers import SOLVERS, solver_from_name
 
 __all__ = ["ElasticNet", "Lasso", "LinearSVC", "LogisticRegression", "SOLVERS", "solver_from_name"]
-
-#: The names ``solver=`` takes (or pass an `nsjax.solvers` instance): "auto" is
-#: `nsjax.solve`'s default for the problem.
-SOLVERS = {"auto": None, "hybrid": solvers.Hybrid, "sublbfgs": solvers.SubLBFGS,
-           "subbfgs": solvers.SubBFGS, "bmrm": solvers.BMRM, "ls-bmrm": solvers.LineSearchBMRM,
-           "oba": solvers.OBA, "owlqn": solvers.OWLQN, "owlqn*": solvers.OWLQNStar,
-           "agm-ef": solvers.AGMEF, "pragam": solvers.Pragam}
-
-
-def solver_from_name(solver):
-    """An nsjax solver instance for a name in `SOLVERS` (or an instance, as is), or None
-    for "auto" or None (`nsjax.solve`'s default)."""
-    if solver is None or isinstance(solver, solvers.Solver):
-        return solver
-    if isinstance(solver, str) and solver.lower() in SOLVERS:
-        cls = SOLVERS[solver.lower()]
-        return None if cls is None else cls()
-    raise ValueError(f"solver must be one of {sorted(SOLVERS)} or an nsjax solver instance "
-                     f"(e.g. nsjax.solvers.BMRM()); got {solver!r}.")
-
 
 #: Dense X with fewer entries than this is padded to a shape from a small set (`round_up`);
 #: larger X is used as given (a copy that size costs more than the compile it saves).
