@@ -115,6 +115,36 @@ class BundleState(NamedTuple):
 BUNDLE_COUNTERS = dict(matvecs=2, aggregations=0, dropped_cuts=0, repeats=0)
 
 
+class CutPoint(NamedTuple):
+    """Where `BMRM.approach` leaves a step: the point of its next cut, and what
+    `BMRM.arrive` needs besides that cut (split so that the hybrid takes the cuts of both
+    its phases at one call site of `BMRM.cut`, which XLA would otherwise compile twice)."""
+
+    w: jax.Array  # the next cut's point (OCAS: a little past the line search's)
+    S: jax.Array  # its scores
+    w_ls: jax.Array  # the line search's point (the cut's point without a line search)
+    S_ls: jax.Array
+    value_ls: jax.Array  # J there (+inf without a line search: never better than the cut's)
+    q_ls: jax.Array  # ⟨a_i, ·⟩ at the line search's point and at the cut's (`center_q`)
+    q_cut: jax.Array
+    dual: jax.Array  # D(α) of this step's QP
+    same_model: jax.Array  # the QP's Σ α_i a_i is the last step's
+
+
+def cut_point_at(w, S, state: BundleState) -> CutPoint:
+    """The `CutPoint` of a cut at (w, S) alone (no line search's point to compare with;
+    the Gram fields those of ``state``)."""
+    inf = jnp.full((), jnp.inf, w.dtype)
+    return CutPoint(w, S, w, S, inf, state.center_q, state.center_q, -inf, jnp.array(False))
+
+
+def no_cut(point: CutPoint):
+    """A placeholder shaped like `BMRM.cut`'s result at ``point``, for a branch that takes
+    no cut."""
+    zero = jnp.zeros((), point.w.dtype)
+    return point.w, point.S, zero, jnp.zeros_like(point.w), zero
+
+
 def bundle_dtype(dtype):
     """The dtype of the bundle for a problem in ``dtype``: float64 where JAX has it (x64
     on), else ``dtype`` (see the module docstring)."""
@@ -357,6 +387,12 @@ class BMRM(Solver):
     def iterate(self, problem, state: BundleState) -> BundleState:
         """The rest of a step, after `insert`: minimize the model, move, take the next
         cut. Reads the bundle, never writes A."""
+        state, point = self.approach(problem, state)
+        return self.arrive(state, point, self.cut(problem, point.w, point.S))
+
+    def approach(self, problem, state: BundleState):
+        """`iterate` up to its cut: minimize the model and search the line to its
+        minimizer; returns (the state with this step's QP, the `CutPoint`)."""
         lam = problem.lam
         A, b, valid = state.A, state.b, state.valid
         w_now, S_now = state.core.w, state.S
@@ -377,38 +413,50 @@ class BMRM(Solver):
         if problem.bias:  # the model is flat in b (every cut's bias entry is 0): keep it
             w_model = w_model.at[-1].set(w_now[-1])
         S_model = problem.scores(w_model)
+        same_model = jnp.all(Aalpha == state.Aalpha)
+        state = state._replace(alpha=alpha, Aalpha=Aalpha, part=part, Apart=Apart)
+        if self.line_search != "exact":
+            inf = jnp.full_like(dual, jnp.inf)
+            return state, CutPoint(w_model, S_model, w_model, S_model, inf, state.center_q,
+                                   state.center_q, dual, same_model)
+        # OCAS (Franc & Sonnenburg 2008; paper 000 Sec. 7.4): search the line from the
+        # current iterate w_b to the model's minimizer exactly, then take the next cut a
+        # little past the line's optimum, at (1 − μ) w_ls + μ w_model with μ = 0.1, so
+        # that the model improves even when the line search cannot move (η* = 0).
+        p, dS = w_model - w_now, S_model - S_now
+        eta = ExactLineSearch().search(problem, w_now, S_now, p, dS).eta
+        eta = jnp.where(jnp.isfinite(eta), jnp.minimum(eta, OCAS_ETA_MAX), 1.0)
+        w_ls, S_ls = w_now + eta * p, S_now + eta * dS
+        value_ls = problem.value(w_ls, S_ls)
+        w_cut = (1 - OCAS_MU) * w_ls + OCAS_MU * w_model
+        S_cut = (1 - OCAS_MU) * S_ls + OCAS_MU * S_model
+        # ⟨a_i, w⟩ at both points (0 without a proximity term): they are on the lines
+        # through w_t and the model's minimizer.
+        q_ls = state.center_q + eta * (q_model - state.center_q)
+        q_cut = (1 - OCAS_MU) * q_ls + OCAS_MU * q_model
+        return state, CutPoint(w_cut, S_cut, w_ls, S_ls, value_ls, q_ls, q_cut, dual,
+                               same_model)
+
+    def arrive(self, state: BundleState, point: CutPoint, cut) -> BundleState:
+        """`iterate` from its cut ``cut`` = `cut` at ``point``: move to the better of the
+        line search's point and the cut's, and make the cut pending."""
+        w_cut, S_cut, value_cut, a, cut_b = cut
+        w_now = state.core.w
         if self.line_search == "exact":
-            # OCAS (Franc & Sonnenburg 2008; paper 000 Sec. 7.4): search the line from the
-            # current iterate w_b to the model's minimizer exactly, then take the next cut a
-            # little past the line's optimum, at (1 − μ) w_ls + μ w_model with μ = 0.1, so
-            # that the model improves even when the line search cannot move (η* = 0).
-            p, dS = w_model - w_now, S_model - S_now
-            eta = ExactLineSearch().search(problem, w_now, S_now, p, dS).eta
-            eta = jnp.where(jnp.isfinite(eta), jnp.minimum(eta, OCAS_ETA_MAX), 1.0)
-            w_ls, S_ls = w_now + eta * p, S_now + eta * dS
-            value_ls = problem.value(w_ls, S_ls)
-            w_cut = (1 - OCAS_MU) * w_ls + OCAS_MU * w_model
-            S_cut = (1 - OCAS_MU) * S_ls + OCAS_MU * S_model
-            w_cut, S_cut, value_cut, a, cut_b = self.cut(problem, w_cut, S_cut)
-            cut_better = value_cut < value_ls
-            w_new = jnp.where(cut_better, w_cut, w_ls)
-            S_new = jnp.where(cut_better, S_cut, S_ls)
-            value = jnp.minimum(value_cut, value_ls)
-            # ⟨a_i, w⟩ at the new iterate (0 without a proximity term): it is on the
-            # lines through w_t and the model's minimizer.
-            q_ls = state.center_q + eta * (q_model - state.center_q)
-            q_cut = (1 - OCAS_MU) * q_ls + OCAS_MU * q_model
-            q_now = jnp.where(cut_better, q_cut, q_ls)
+            cut_better = value_cut < point.value_ls
+            w_new = jnp.where(cut_better, w_cut, point.w_ls)
+            S_new = jnp.where(cut_better, S_cut, point.S_ls)
+            value = jnp.minimum(value_cut, point.value_ls)
+            q_now = jnp.where(cut_better, point.q_cut, point.q_ls)
         else:
-            w_new, S_new, value, a, cut_b = self.cut(problem, w_model, S_model)
-            q_now = state.center_q
+            w_new, S_new, value, q_now = w_cut, S_cut, value_cut, point.q_cut
         # Nothing moved: the next step takes this step's cut again (module docstring).
-        same = jnp.all(w_new == w_now) & jnp.all(Aalpha == state.Aalpha)
+        same = jnp.all(w_new == w_now) & point.same_model
         stats = count(state.core.stats, matvecs=2)
         stats["repeats"] = jnp.where(same, stats["repeats"] + 1, 0)
-        return state._replace(core=Core(w_new, value, dual, stats), S=S_new, cut_a=a,
-                              cut_b=cut_b, cut_q=self.gram_row(A, valid, a), alpha=alpha,
-                              Aalpha=Aalpha, part=part, Apart=Apart, center_q=q_now)
+        return state._replace(core=Core(w_new, value, point.dual, stats), S=S_new, cut_a=a,
+                              cut_b=cut_b, cut_q=self.gram_row(state.A, state.valid, a),
+                              center_q=q_now)
 
     @staticmethod
     def gram_row(A, valid, a):

@@ -57,6 +57,8 @@ from nsjax.solvers.bmrm import (
     BUNDLE_COUNTERS,
     BundleState,
     check_bundle_problem,
+    cut_point_at,
+    no_cut,
     terminate_bundle,
 )
 from nsjax.solvers.sublbfgs import PendingUpdate, SubLBFGS, SubQNState, certify_at_end
@@ -167,15 +169,31 @@ class Hybrid(Solver):
         # (read-only there) and are written after them: a conditional that returns them
         # makes XLA copy them at every step.
         A, mem = bundle.A, state.sub.mem
+        phase = state.phase
         state = state._replace(bundle=bundle._replace(A=None),
-                               sub=state.sub._replace(mem=None))
-        state, pending = jax.lax.cond(
-            state.phase == 0, lambda s: self._quasi_newton_step(problem, s, A, mem),
-            lambda s: self._bundle_step(problem, s, A, bmrm), state)
+                               sub=state.sub._replace(mem=None), t=state.t + 1)
+        state, pending, point = jax.lax.cond(
+            phase == 0, lambda s: self._quasi_newton_step(problem, s, A, mem),
+            lambda s: self._bundle_approach(problem, s, A, bmrm), state)
+        switch = state.phase > phase
+        # The cut that phase 2 takes at every step, and with a bias (a cut of R̃ at the best
+        # bias) at the switch too: at one call site for both (each is an exact line
+        # search and more, compiled wherever it is called).
+        cut = jax.lax.cond((phase == 1) | (switch & problem.bias),
+                           lambda: bmrm.cut(problem, point.w, point.S),
+                           lambda: no_cut(point))
+        bundle = jax.lax.switch(
+            jnp.where(phase == 1, 1, jnp.where(switch, 2, 0)),
+            [lambda: state.bundle,
+             lambda: bmrm.arrive(state.bundle._replace(A=A), point, cut)._replace(A=None),
+             lambda: self._enter_bundle(problem, state.sub, state.bundle, A, cut)])
+        core = _core(state.sub.core, bundle.core, state.phase, state.switched_at)
         sub = self.sublbfgs.commit(state.sub._replace(mem=mem), pending)
-        return state._replace(bundle=state.bundle._replace(A=A), sub=sub)
+        return state._replace(core=core, bundle=bundle._replace(A=A), sub=sub)
 
     def _quasi_newton_step(self, problem, state: HybridState, A, mem):
+        """Phase 1's step (``state.t`` already counts it): (the state, the memory update
+        left for `SubLBFGS.commit`, the `CutPoint` at the new iterate, for the switch)."""
         sub, d, pending = self.sublbfgs.propose(problem, state.sub._replace(mem=mem))
         sub = sub._replace(mem=None)
         # Direction finding's ū at w_t, as the next cut.
@@ -186,18 +204,19 @@ class Hybrid(Solver):
         # At the pace of the last `window` steps, J would need more than `horizon` steps to
         # fall by the certified gap. (NaN while the window fills: False, no early switch.)
         pace = (recent[0] - recent[-1]) / self.window
-        t = state.t + 1
+        t = state.t
         slow = (pace * self.horizon < sub.core.value - lower) & (t >= self.min_sublbfgs_steps)
         switch = slow | (sub.status != RESULTS.running)
-        bundle = jax.lax.cond(switch, lambda: self._enter_bundle(problem, sub, bundle, A),
-                              lambda: bundle)
         phase = switch.astype(jnp.int32)
         switched_at = jnp.where(switch, t, state.switched_at)
-        core = _core(sub.core, bundle.core, phase, switched_at)
-        return HybridState(core, sub, bundle, phase, lower, recent, t, switched_at), pending
+        point = cut_point_at(sub.core.w, sub.S, state.bundle)
+        return state._replace(sub=sub, bundle=bundle, phase=phase, lower=lower,
+                              recent=recent, switched_at=switched_at), pending, point
 
-    def _enter_bundle(self, problem, sub: SubQNState, bundle: BundleState, A) -> BundleState:
-        """Phase 2's start at subLBFGS's iterate (the bundle state without A)."""
+    def _enter_bundle(self, problem, sub: SubQNState, bundle: BundleState, A,
+                      cut) -> BundleState:
+        """Phase 2's start at subLBFGS's iterate (the bundle state without A); ``cut``:
+        with a bias, `BMRM.cut` there (a cut of R̃ at the best bias)."""
         core = Core(sub.core.w, sub.core.value, jnp.asarray(-jnp.inf, sub.core.value.dtype),
                     bundle.core.stats)
         bmrm = self.bundle_solver(problem)
@@ -205,20 +224,20 @@ class Hybrid(Solver):
         kept = bundle.valid if self.keep_cuts and not problem.bias else jnp.zeros_like(
             bundle.valid)
         if problem.bias:  # a fresh cut of R̃ at subLBFGS's iterate
-            w, S, value, a, b = bmrm.cut(problem, sub.core.w, sub.S)
+            w, S, value, a, b = cut
             core = core._replace(w=w, value=value,
                                  stats=count(core.stats, matvecs=1))
             return bmrm.warm_start(core, S, a, b, A, bundle.b, kept, bundle.age)._replace(A=None)
         return bmrm.warm_start(core, sub.S, bundle.cut_a, bundle.cut_b, A, bundle.b, kept,
                                bundle.age)._replace(A=None)
 
-    def _bundle_step(self, problem, state: HybridState, A, bmrm):
-        bundle = bmrm.iterate(problem, state.bundle._replace(A=A))._replace(A=None)
-        core = _core(state.sub.core, bundle.core, state.phase, state.switched_at)
+    def _bundle_approach(self, problem, state: HybridState, A, bmrm):
+        """Phase 2's step up to its cut (`BMRM.approach`)."""
+        bundle, point = bmrm.approach(problem, state.bundle._replace(A=A))
         w = state.sub.core.w
         no_update = PendingUpdate(jnp.zeros_like(w), jnp.zeros_like(w), jnp.array(False),
                                   jnp.array(False))
-        return state._replace(core=core, bundle=bundle, t=state.t + 1), no_update
+        return state._replace(bundle=bundle._replace(A=None)), no_update, point
 
     def terminate(self, problem, state: HybridState, best, tol):
         """(done, result): the certified gap, else phase 2's repeated steps (`BMRM`)."""
