@@ -31,10 +31,9 @@ run's only by the order of additions (and so, rarely, where a kinked run stalls)
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from nsjax.data import round_up
+from nsjax.data import round_up, to_device
 from nsjax.losses.base import Weighted
 from nsjax.regularizers import L1, L2, ElasticNet
 
@@ -80,7 +79,7 @@ def pad(problem, w0, solver):
         keep = np.r_[0:d, cols:cols + problem.bias]
         return sol._replace(w=_take(sol.w, keep, lead))
 
-    return problem.padded(cols, rows), jnp.asarray(w), restore
+    return problem.padded(cols, rows), to_device(w), restore
 
 
 def unchanged(sol, lead=0):

@@ -58,6 +58,16 @@ COL_BUCKETS = "auto"
 BUCKETS_MIN_NNZ = CHUNK_ROUND_LIMIT
 
 
+def to_device(x, dtype=None) -> jax.Array:
+    """``x`` (a host value: a number, a numpy array) as a JAX array of ``dtype``, cast on
+    the host and copied: ``jnp.asarray`` of a host value compiles a small program for each
+    new shape and dtype (JAX 0.10: ``stage``, ``convert_element_type``), ~10 ms apiece on a
+    first call. A traced ``x`` is cast as ``jnp.asarray`` does."""
+    if isinstance(x, jax.core.Tracer):
+        return jnp.asarray(x, dtype)
+    return jax.device_put(np.asarray(x, dtype))
+
+
 def round_up(m, least):
     """m raised to ``least`` and rounded up to one of eight sizes per octave (k·2ʲ with
     8 ≤ k < 16): at most 1/8 more than m. The few sizes that nearby m share (one
@@ -619,7 +629,7 @@ class DesignMatrix:
         n, d = self.shape
         if not self.is_sparse:
             dense = np.pad(np.asarray(self.dense), ((0, rows - n), (0, cols - d)))
-            return dataclasses.replace(self, dense=jnp.asarray(dense), shape=(rows, cols))
+            return dataclasses.replace(self, dense=to_device(dense), shape=(rows, cols))
         return dataclasses.replace(
             self, by_row=dataclasses.replace(self.by_row, num_rows=rows),
             by_col=dataclasses.replace(self.by_col, num_rows=cols), shape=(rows, cols))

@@ -213,8 +213,9 @@ def _parse_svmlight(file: Path, n_features):
     width = int(indices.max()) + 1 if indices.size else 0
     if n_features is not None:
         if width > n_features:
-            raise ValueError(f"{str(file)!r} has feature index {width - 1} (zero-based), "
-                             f"beyond n_features={n_features}.")
+            raise ValueError(f"{str(file)!r}: n_features was set to {n_features}, but the "
+                             f"file holds {width} features; pass n_features >= {width}, or "
+                             "None to infer it.")
         width = n_features
     X = sp.csr_matrix((np.asarray(values, dtype=np.float64), indices,
                        np.asarray(indptr, dtype=np.int64)), shape=(len(labels), width))

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from nsjax import buckets
-from nsjax.data import round_up
+from nsjax.data import round_up, to_device
 from nsjax.implicit import implicit_solution
 from nsjax.problem import Problem, is_traced
 from nsjax.programs import Program, program
@@ -365,7 +365,7 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
     w0 = _check_common(problem, w0, max_steps, tol)
     every = _progress_every(progress)
     solver = _default_solver(solver, problem)
-    tol = jnp.asarray(tol, problem.dtype)
+    tol = to_device(tol, problem.dtype)
     _check(solver, problem)
     problem = problem.without_classes()  # label values do not change the program
     _Progress.begin()
@@ -375,7 +375,7 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
     run_on = problem
     if traced:
         run_on, w0, tol = jax.lax.stop_gradient((problem, w0, tol))
-    steps = jnp.asarray(max_steps, jnp.int32)
+    steps = to_device(max_steps, jnp.int32)
     if jit:
         run_on, w0, restore = buckets.pad(run_on, w0, solver)
         sol = _cut(_run_jit(run_on, w0, tol, steps, solver=solver,
@@ -468,8 +468,8 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6, *,
     solver = _default_solver(solver, problem.with_lam(float(lams.min())))
     _check(solver, problem.with_lam(float(lams.min())))
     problem, w0, restore = buckets.pad(problem.without_classes(), w0, solver)
-    sols = _sweep_jit(problem, jnp.asarray(lams, problem.dtype), w0,
-                      jnp.asarray(tol, problem.dtype), jnp.asarray(max_steps, jnp.int32),
+    sols = _sweep_jit(problem, to_device(lams, problem.dtype), w0,
+                      to_device(tol, problem.dtype), to_device(max_steps, jnp.int32),
                       solver=solver, length=history_length(max_steps),
                       warm_start=bool(warm_start))
     sols = restore(_cut(sols, max_steps), lead=1)
@@ -531,8 +531,8 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
         padded = [buckets.pad(p, w0, solver) for p in problems]
         problems, w0, restore = [p for p, _, _ in padded], padded[0][1], padded[0][2]
         stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *problems)
-    sols = _batch_jit(stacked, w0, jnp.asarray(tol, one.dtype),
-                      jnp.asarray(max_steps, jnp.int32), solver=solver,
+    sols = _batch_jit(stacked, w0, to_device(tol, one.dtype),
+                      to_device(max_steps, jnp.int32), solver=solver,
                       length=history_length(max_steps))
     sols = restore(_cut(sols, max_steps), lead=1)
     return _warn_unless_all_successful(solver, sols, "problems")

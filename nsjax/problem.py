@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from jax.experimental import sparse as jsparse
 
-from nsjax.data import DesignMatrix
+from nsjax.data import DesignMatrix, to_device
 from nsjax.losses.labels import BinaryLabels, MulticlassLabels, MultilabelLabels, is_traced
 from nsjax.regularizers import L2, REQUIRED, Unpenalized
 
@@ -187,10 +187,10 @@ class Problem:
         if rows is not None:
             weights = getattr(loss, "weights", None)
             c = np.ones(n, self.dtype) if weights is None else np.asarray(weights)
-            loss = loss.with_weights(jnp.asarray(
+            loss = loss.with_weights(to_device(
                 np.concatenate([c * (rows / n), np.zeros(rows - n, c.dtype)])))
             y = np.asarray(y)
-            y = jnp.asarray(np.concatenate([y, np.repeat(y[:1], rows - n, axis=0)]))
+            y = to_device(np.concatenate([y, np.repeat(y[:1], rows - n, axis=0)]))
         X = self.X.padded(n if rows is None else rows, cols)
         return Problem.tree_unflatten(
             (self.classes, self.num_outputs, self.bias, node_types((loss, self.reg, X))),
@@ -301,9 +301,15 @@ class Problem:
 
     def start(self):
         """The default first point of a solve: zero, or the regularizer's own start where
-        zero is outside its domain (`nsjax.regularizers.Entropy`: the uniform weights)."""
+        zero is outside its domain (`nsjax.regularizers.Entropy`: the uniform weights).
+        Built on the host unless the problem is traced (an eager ``jnp.zeros`` compiles a
+        program for every new shape)."""
         start = getattr(self.reg, "start", None)
-        return self.zeros() if start is None else start(self.w_shape, self.dtype)
+        if start is None:
+            return self.zeros()
+        if any(is_traced(x) for x in jax.tree_util.tree_leaves(self)):
+            return start(self.w_shape, self.dtype)
+        return to_device(start(self.w_shape, self.dtype, np))
 
     def split_bias(self, w):
         """(coefficients, bias) of weights of shape `w_shape`: (w[:-1], w[-1]) with a bias,
@@ -632,7 +638,7 @@ def _check_sample_weight(c, loss, n, dtype):
     if not np.any(held > 0):
         raise ValueError("sample_weight is zero for every example: nothing to fit; give some "
                          "examples a positive weight.")
-    return jnp.asarray(held)
+    return to_device(held)
 
 
 def _pad_lines(x, r, fill):

@@ -141,28 +141,21 @@ def loaded_count() -> int:
     return len(_loaded)
 
 
-@functools.cache
-def _options_work(options: tuple) -> bool:
-    """Whether this JAX's CPU compiler takes these options (one tiny compile, once)."""
-    try:
-        jax.jit(lambda x: -x).lower(1.0).compile(dict(options))
-    except Exception:  # an unknown option (a newer XLA)
-        return False
-    return True
+#: The options of a compile this XLA refused (an unknown option: XLA's options come and
+#: go): left out from then on, and that program compiled with XLA's defaults.
+_refused: set = set()
 
 
 def compile_options(problem) -> dict:
     """The options a program on ``problem`` is compiled with (module docstring): on CPUs,
     `FAST_COMPILE` up to `SMALL_PROBLEM` numbers, and `NO_LLVM_OPTIMIZATIONS` too up to
-    `TINY_PROBLEM`; none elsewhere, or where this XLA does not know them."""
+    `TINY_PROBLEM`; none elsewhere, nor those this XLA refused."""
     if jax.default_backend() != "cpu":
         return {}
     size = sum(jnp.size(x) for x in jax.tree_util.tree_leaves(problem))
-    options = {}
-    for limit, more in ((SMALL_PROBLEM, FAST_COMPILE), (TINY_PROBLEM, NO_LLVM_OPTIMIZATIONS)):
-        if size <= limit and _options_work(tuple(sorted(more.items()))):
-            options.update(more)
-    return options
+    return {k: v for limit, more in ((SMALL_PROBLEM, FAST_COMPILE),
+                                     (TINY_PROBLEM, NO_LLVM_OPTIMIZATIONS))
+            if size <= limit and not more.keys() & _refused for k, v in more.items()}
 
 
 def is_small(problem) -> bool:
@@ -174,7 +167,7 @@ def _mappings() -> int | None:
     """The memory mappings this process holds (Linux), else None."""
     try:
         with open("/proc/self/maps", "rb") as f:
-            return sum(1 for _ in f)
+            return f.read().count(b"\n")
     except OSError:
         return None
 
@@ -289,7 +282,14 @@ class Program:
 
     def _compile(self, args, static, options, path, tree):
         hits = _jax_cache_hits[0]
-        compiled = self.jitted.lower(*args, **static).compile(options)
+        lowered = self.jitted.lower(*args, **static)
+        try:
+            compiled = lowered.compile(options)
+        except Exception:  # (an option this XLA does not know; a real error raises again)
+            if not options:
+                raise
+            _refused.update(options)
+            compiled = lowered.compile()
         # JAX would keep its own reference to the executable (its tracing and
         # compilation caches): drop it, so that `_evict` frees what it drops.
         self.jitted.clear_cache()

@@ -145,10 +145,12 @@ class Regularizer(abc.ABC):
     def inverse_mirror_map(self, z):
         """∇d*(z), the inverse of `mirror_map`."""
 
-    def start(self, shape, dtype):
+    def start(self, shape, dtype, xp=jnp):
         """The default first point of a solve (`nsjax.solve` with ``w0=None``): zero, or
-        a point of the domain where zero is outside it (`Entropy`: the uniform weights)."""
-        return jnp.zeros(shape, dtype)
+        a point of the domain where zero is outside it (`Entropy`: the uniform weights).
+        ``xp``: the array module to build it with (numpy where nothing is traced: no
+        program compiled per shape)."""
+        return xp.zeros(shape, dtype)
 
 
 @jax.tree_util.register_dataclass
@@ -581,9 +583,9 @@ class Entropy(Regularizer):
     def inverse_mirror_map(self, z):
         return jnp.exp(z - 1.0)
 
-    def start(self, shape, dtype):
+    def start(self, shape, dtype, xp=jnp):
         """w⁰, the uniform weights (zero is outside the simplex)."""
-        return jnp.full(shape, 1.0 / shape[0], dtype)
+        return xp.full(shape, 1.0 / shape[0], dtype)
 
 
 def _with_zero_bias(g, w):

@@ -76,10 +76,16 @@ def test_problems_compile_by_size_to_the_same_solution(monkeypatch):
         np.testing.assert_allclose(sol.w, sols[0].w, rtol=1e-7, atol=1e-9)
 
 
-def test_an_option_xla_does_not_know_is_left_out(monkeypatch):
+def test_an_option_xla_does_not_know_is_left_out(cache, monkeypatch):
     monkeypatch.setattr(programs, "FAST_COMPILE", {"xla_no_such_option_in_any_xla": 1})
-    prob, *_ = _hinge()
-    assert programs.compile_options(prob) == programs.NO_LLVM_OPTIMIZATIONS
+    monkeypatch.setattr(programs, "_refused", set())
+    prob, X, y, lam = _hinge(8)
+    assert "xla_no_such_option_in_any_xla" in programs.compile_options(prob)
+    sol = nsjax.solve(prob, nsjax.solvers.BMRM(), tol=1e-10)  # compiled without it
+    assert sol.result == nsjax.RESULTS.successful
+    assert float(sol.value) == pytest.approx(cvxpy_optimum(X, y, lam, loss="hinge")[0],
+                                             rel=1e-9)
+    assert programs.compile_options(prob) == {}  # the options of a refused compile
     assert not programs.is_small(prob)
 
 
@@ -255,7 +261,7 @@ def test_two_thousand_shapes_in_one_process(monkeypatch):
             X = rng.normal(size=(n, d))
             prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.1), X,
                                  np.arange(n) % 2)
-            sol = nsjax.solve(prob, max_steps=30)
+            sol = nsjax.solve(prob, max_steps=5)
             assert sol.w.shape == (d,) and np.isfinite(float(sol.value))
             peak = max(peak, _mappings())
     assert len(shapes) == 2000

@@ -143,7 +143,8 @@ def checked_classes(classes, least, what):
 
 def _index_in(y, classes, n):
     """Each label's index in the given ``classes`` (1-D y of length n), by comparison, so
-    that it works on traced labels; concrete labels outside ``classes`` are refused."""
+    that it works on traced labels (a numpy array for concrete ones); concrete labels
+    outside ``classes`` are refused."""
     if is_traced(y):
         _check_1d(y, n)
         return jnp.argmax(y[:, None] == jnp.asarray(classes)[None], axis=1).astype(jnp.int32)
@@ -154,7 +155,7 @@ def _index_in(y, classes, n):
             f"y holds {int(outside.sum())} labels outside classes={tuple(classes)!r} "
             f"(first: {y[outside][0]!r}); pass every class value, in order.")
     order = np.argsort(c)  # classes in the user's order: search the sorted copy
-    return jnp.asarray(order[np.searchsorted(c[order], y)], jnp.int32)
+    return order[np.searchsorted(c[order], y)].astype(np.int32)
 
 
 class BinaryLabels:
@@ -168,7 +169,8 @@ class BinaryLabels:
             if len(classes) != 2:
                 raise ValueError(f"a binary loss needs two classes; got classes={classes!r}.")
             index = _index_in(y, classes, n)
-            return jnp.where(index == 1, 1.0, -1.0).astype(dtype), tuple(classes)
+            xp = jnp if is_traced(index) else np  # (host: no small program per shape)
+            return jnp.asarray(xp.where(index == 1, 1.0, -1.0), dtype), tuple(classes)
         classes, index = _sorted_classes(y, n)
         if classes.size != 2:
             raise ValueError(
@@ -190,7 +192,7 @@ class MulticlassLabels:
         _needs(y, self)
         if classes is not None:
             classes = checked_classes(classes, 2, "a multiclass loss")
-            return _index_in(y, classes, n), classes
+            return jnp.asarray(_index_in(y, classes, n)), classes
         classes, index = _sorted_classes(y, n)
         if classes.size < 2:
             raise ValueError(
