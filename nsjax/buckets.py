@@ -65,7 +65,8 @@ def pad(problem, w0, solver):
         return problem, w0, unchanged
     rows, cols = bucket(n, d)
     reg = problem.reg.inner if problem.bias else problem.reg
-    if not (isinstance(problem.loss, Weighted) and solver.supports_sample_weight):
+    if not (isinstance(problem.loss, Weighted) and solver.supports_sample_weight
+            and _weights_scale(problem, rows / n)):
         rows = None
     if type(reg) not in _SEPARABLE:
         cols = d
@@ -80,6 +81,16 @@ def pad(problem, w0, solver):
         return sol._replace(w=_take(sol.w, keep, lead))
 
     return problem.padded(cols, rows), to_device(w), restore
+
+
+def _weights_scale(problem, factor) -> bool:
+    """Whether the sample weights times ``factor`` (`nsjax.Problem.padded`) stay finite in
+    the problem's dtype (weights near its largest number would overflow)."""
+    weights = getattr(problem.loss, "weights", None)
+    if weights is None:
+        return True
+    with np.errstate(over="ignore"):
+        return bool(np.all(np.isfinite(np.asarray(weights) * np.asarray(factor, weights.dtype))))
 
 
 def unchanged(sol, lead=0):

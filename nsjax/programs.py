@@ -7,11 +7,12 @@ arrays and the solver's options: seconds on a CPU, where a small problem then ru
 milliseconds. A `Program` makes that cost rare:
 
 - **Persistent cache.** A compiled program is written to a cache directory and a later
-  process that meets the same key loads it (a few tens of milliseconds) instead of tracing
-  and compiling it. The key is computed from the arguments alone (the solver's options,
-  the problem's pytree structure, every array's shape and dtype), together with the
-  source of nsjax, the versions of JAX and jaxlib, the device and the JAX settings that
-  change a program; so a new nsjax or JAX never loads an old program. Where the directory
+  process that meets the same key loads it (a fraction of the compile's time, growing with
+  the program's size) instead of tracing and compiling it. The key is computed from the
+  arguments alone (the solver's options, the problem's pytree structure, every array's
+  shape and dtype), together with the source of nsjax, the versions of JAX and jaxlib,
+  the device and the JAX settings that change a program; so a new nsjax or JAX never
+  loads an old program. Where the directory
   is (`cache_dir`): ``NSJAX_CACHE_DIR`` if set (``off``, ``0`` or an empty value turn the
   cache off), else a ``nsjax`` folder inside JAX's own cache directory if the user set one
   (``jax_compilation_cache_dir``), else ``$XDG_CACHE_HOME/nsjax`` (``~/.cache/nsjax``);
@@ -23,6 +24,10 @@ milliseconds. A `Program` makes that cost rare:
   entry that cannot be read (truncated, corrupt, from another JAX) is deleted and the
   program compiled again. Like JAX's own cache, an entry is executable code: the directory
   is created readable by its owner only; do not point it at a folder others can write.
+  Not stored: a program that calls back into Python (``solve(..., progress=True)``), and
+  one that JAX itself loaded from its own persistent cache, where the user turned that
+  on (serialized again, such an executable lost kernels in jaxlib 0.10.2; JAX's cache
+  holds it anyway).
 - **Bounded in memory.** Each XLA:CPU program holds a few hundred memory mappings for its
   kernels, and Linux allows 65,530 per process (``vm.max_map_count``): a process that
   compiled a few hundred programs used to crash inside XLA. A `Program` keeps its
@@ -36,10 +41,10 @@ milliseconds. A `Program` makes that cost rare:
   fast at that size; larger problems get XLA's defaults, whose kernels are faster on large
   data. A problem of at most `TINY_PROBLEM` numbers (e.g. 2,000 × 32) is moreover compiled
   with LLVM's optimizations off (`NO_LLVM_OPTIMIZATIONS`, what ``jax_disable_most_
-  optimizations`` sets for the whole process): its compile takes less than half the time,
-  and its steps, fractions of a millisecond, about three times as long, which a compile's
-  saving of one to two seconds pays for up to a few thousand steps. Results differ only in
-  the order of additions (`benchmarks/first_call.py` measures both).
+  optimizations`` sets for the whole process): its compile takes less than half the time
+  and its steps, fractions of a millisecond there, about three times as long, so the
+  saving pays for a few thousand steps (`benchmarks/first_call.py`, RESULTS.md). Results
+  differ only in the order of additions.
 
 A call under a JAX transformation (``solve`` inside the user's `jax.jit`, `jax.vmap` or
 `jax.grad`), with ``jax_disable_jit``, ``jax_debug_nans``/``jax_debug_infs``, or on data
@@ -232,13 +237,12 @@ class Program:
 
     Call it as the jitted function: ``program(*args, **static)``, the static arguments
     (hashable, with a stable repr: solvers, lengths, flags) by keyword only. The first
-    positional argument is the problem, which decides the compile options (`is_small`).
+    positional argument is the problem, which decides the compile options
+    (`compile_options`).
     """
 
     def __init__(self, fun, static_argnames):
-        self.fun = fun
         self.jitted = jax.jit(fun, static_argnames=static_argnames)
-        self.static_argnames = tuple(static_argnames)
         self._keys: set = set()  # every key this process compiled or loaded
         functools.update_wrapper(self, fun)
 
@@ -272,12 +276,12 @@ class Program:
         compiled = _read(path, key[2]) if path is not None else None
         if compiled is None:
             compiled = self._compile(args, static, options, path, key[2])
-        after = _mappings()
-        cost = max(after - before, 1) if before is not None and after is not None else 1
+        counted = before is not None
+        cost = max(_mappings() - before, 1) if counted else 1
         with _lock:
             self._keys.add(key)
             _loaded[key] = (compiled, cost)
-            _evict()
+            _evict(MAX_LOADED_MAPPINGS if counted else MAX_LOADED)
         return compiled
 
     def _compile(self, args, static, options, path, tree):
@@ -293,9 +297,8 @@ class Program:
         # JAX would keep its own reference to the executable (its tracing and
         # compilation caches): drop it, so that `_evict` frees what it drops.
         self.jitted.clear_cache()
-        # An executable JAX loaded from its own persistent cache (where the user turned
-        # it on) is not stored again: serialized anew, it lost kernels (jaxlib 0.10.2:
-        # "Function ... not found" when run). JAX's cache holds it anyway.
+        # An executable JAX loaded from its own persistent cache is not stored again
+        # (module docstring: "Function ... not found" when the copy ran).
         if path is not None and _jax_cache_hits[0] == hits:
             _write(path, compiled, tree)
         return compiled
@@ -310,13 +313,10 @@ _jax_cache_hits = [0]
 jax.monitoring.register_event_listener(_count_jax_cache_hits)
 
 
-def _evict():
-    """Drop the least recently used programs beyond the budget (not the newest)."""
-    counted = _mappings() is not None
-    while len(_loaded) > 1:
-        held = sum(cost for _, cost in _loaded.values()) if counted else len(_loaded)
-        if held <= (MAX_LOADED_MAPPINGS if counted else MAX_LOADED):
-            return
+def _evict(budget):
+    """Drop the least recently used programs while their costs (mappings, or 1 each where
+    they are not counted) pass ``budget``; never the newest."""
+    while len(_loaded) > 1 and sum(cost for _, cost in _loaded.values()) > budget:
         _loaded.popitem(last=False)
 
 

@@ -342,6 +342,14 @@ def test_nearby_shapes_share_one_program_in_solve_sweep_and_batch(cache):
     np.testing.assert_allclose(batch.w[1], one.w, rtol=1e-6, atol=1e-8)
 
 
+def test_rows_are_not_padded_where_the_scaled_weights_would_overflow():
+    X, y, _ = random_binary(9, 40, 5)
+    prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.1), X, y,
+                         dtype=np.float32, sample_weight=np.full(40, 3e38))
+    padded, *_ = buckets.pad(prob.without_classes(), prob.start(), nsjax.solvers.BMRM())
+    assert padded.X.shape == (40, 16) and np.all(np.isfinite(padded.loss.weights))
+
+
 def test_oba_and_the_nesterov_solvers_are_not_padded_where_it_would_change_them():
     prob, *_ = _hinge()
     for solver in (nsjax.solvers.OBA(), nsjax.solvers.AGMEF()):
