@@ -10,7 +10,9 @@ the 10,500 mappings left. (A drop costs the next tests only a load from the cach
 
 The suite is compile-bound: most of its time is XLA compiling hundreds of programs, several
 of them in both pytest-xdist workers. A persistent compilation cache, fresh for each run,
-lets each program be compiled once per run. And the programs are compiled by XLA's LLVM
+lets each program be compiled once per run: nsjax's own solve programs go to its
+``nsjax`` folder (`nsjax.programs`, which keeps a bounded number of them loaded itself),
+the tests' other programs to JAX's cache. And the programs are compiled by XLA's LLVM
 backend at -O0 (`JAX_DISABLE_MOST_OPTIMIZATIONS`, JAX's switch for smoke tests; XLA's own
 HLO passes still run): a third off the suite's time (25:15 → 16:06 on a slow 2-core
 machine). The results differ from the optimized code's by rounding only, which the tests

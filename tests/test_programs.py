@@ -23,13 +23,23 @@ from nsjax.loop import _run_jit, _sweep_jit
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: Budgets whose history lengths (`nsjax.loop.history_length`) no other test uses: the
+#: suite's JAX cache (conftest.py) then holds none of these tests' programs, which nsjax
+#: would not store again (`nsjax.programs`, module docstring).
+OWN_STEPS = (7001, 7500, 8000, 8500)
+
+
 @pytest.fixture
 def cache(tmp_path):
-    """A fresh program cache for this test, nothing loaded (the suite's shared one
-    afterwards)."""
+    """A fresh program cache for this test, nothing loaded, and JAX's (the suite's)
+    writing nothing meanwhile, so that a program compiled twice here is compiled, not
+    loaded by JAX (the suite's cache afterwards)."""
     programs.set_cache_dir(tmp_path)
     programs.drop_loaded()
+    least = jax.config.jax_persistent_cache_min_compile_time_secs
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1e9)
     yield tmp_path
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", least)
     programs.reset_cache_dir()
 
 
@@ -133,10 +143,12 @@ def test_where_the_cache_is(monkeypatch, tmp_path):
 def test_a_program_is_stored_and_loaded_instead_of_compiled(cache, monkeypatch):
     prob, *_ = _hinge(2, 30, 4)
     calls = _count_compiles(monkeypatch)
-    first = nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), tol=1e-9)
+    first = nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), max_steps=OWN_STEPS[0],
+                        tol=1e-9)
     assert calls == ["_run"] and len(list(cache.glob("*.nsjaxprog"))) == 1
     programs.drop_loaded()
-    again = nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), tol=1e-9)
+    again = nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), max_steps=OWN_STEPS[0],
+                        tol=1e-9)
     assert calls == ["_run"]  # loaded from the disk
     np.testing.assert_array_equal(first.w, again.w)
     assert float(first.gap) == float(again.gap)
@@ -145,12 +157,14 @@ def test_a_program_is_stored_and_loaded_instead_of_compiled(cache, monkeypatch):
 def test_a_corrupt_or_foreign_entry_is_compiled_again(cache, monkeypatch):
     prob, *_ = _hinge(3, 30, 4)
     calls = _count_compiles(monkeypatch)
-    good = nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), tol=1e-9)
+    good = nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), max_steps=OWN_STEPS[1],
+                        tol=1e-9)
     (entry,) = cache.glob("*.nsjaxprog")
     for damage in (entry.read_bytes()[:1000], b"", b"not a pickle at all"):
         entry.write_bytes(damage)
         programs.drop_loaded()
-        sol = nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), tol=1e-9)
+        sol = nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), max_steps=OWN_STEPS[1],
+                        tol=1e-9)
         np.testing.assert_array_equal(sol.w, good.w)
         assert entry.stat().st_size > 1000  # written anew
     assert len(calls) == 4
@@ -160,10 +174,9 @@ def test_the_cache_directory_stays_within_its_size(cache, monkeypatch):
     monkeypatch.setattr(programs, "CACHE_MAX_BYTES", 1)
     (cache / "left.tmp").write_bytes(b"x")
     os.utime(cache / "left.tmp", (0, 0))  # from a process that died mid-write, long ago
-    for lam in (0.1, 0.2):  # two programs: the newest entry alone is kept
+    for steps in OWN_STEPS[2:]:  # two programs: the newest entry alone is kept
         prob, *_ = _hinge(4, 30, 4)
-        nsjax.solve(prob.with_lam(lam), nsjax.solvers.LineSearchBMRM(), max_steps=3000 + int(
-            lam * 10_000))  # another history length: another program
+        nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), max_steps=steps)
     assert len(list(cache.glob("*.nsjaxprog"))) == 1
     assert not (cache / "left.tmp").exists()
 
@@ -239,7 +252,8 @@ def test_loaded_programs_are_bounded_and_a_dropped_one_is_loaded_again(cache, mo
     sols = {}
     for d in (3, 4, 5, 3):
         prob, *_ = _hinge(6, 30, d)
-        sols.setdefault(d, []).append(nsjax.solve(prob, nsjax.solvers.LineSearchBMRM()))
+        sols.setdefault(d, []).append(nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(),
+                                                  max_steps=OWN_STEPS[0]))
         assert programs.loaded_count() == 1
     assert len(calls) == 3  # d = 3 the second time: loaded from the disk
     np.testing.assert_array_equal(sols[3][0].w, sols[3][1].w)
