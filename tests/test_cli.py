@@ -69,6 +69,10 @@ def test_npz_data_multiclass_and_the_progress_line(tmp_path, capsys, monkeypatch
     out, err = capsys.readouterr()
     assert "step" in err and "certified gap" in err and err.rstrip().endswith("successful")
     assert f"model written to {model}" in out
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)  # a log file
+    assert main(["train", str(data), "--loss", "multiclass", "--C", "10", "--max-steps",
+                 "300", "--solver", "bmrm"]) == 0
+    assert "step" not in capsys.readouterr().err
     assert main(["predict", str(model), str(data), "--out", str(tmp_path / "p.txt")]) == 0
     predicted = np.loadtxt(tmp_path / "p.txt")
     accuracy = float(capsys.readouterr().err.split("accuracy")[1])
