@@ -516,7 +516,7 @@ class Problem:
         gives no conjugate, u must lie in ∂R(S) (as every aggregated subgradient of
         direction finding does) and S must be given: then R*(u) = ⟨u, S⟩ − R(S). Where
         R*(s u) = s R*(u) on the dual box (the hinge), the best scalar s is taken at no
-        extra cost (`Regularizer.scaled_dual`; DESIGN.md, Numerics).
+        extra cost (`Regularizer.scaled_dual`; docs/design.md).
 
         With a bias, u is first projected onto Σᵢ uᵢ = 0 within R*'s domain (the loss's
         ``center_dual``; one more product with Xᵀ), without which the bound is −inf.

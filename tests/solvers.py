@@ -40,7 +40,7 @@ REGISTRY = [
     # 0–7 the worst was 1.7e-6 (seed 1, stalled) with the optimized code and 2.3e-5
     # (seed 0, direction_failed: Alg. 2 with B = I found no descent in k_max = 100
     # iterations) at -O0 (`conftest.py`); 1,000 iterations there reach 1e-11, but cost
-    # float32 runs at full size 10–15x their time (README design notes).
+    # float32 runs at full size 10–15x their time (docs/design.md).
     Entry("SubLBFGS", S.SubLBFGS(), rtol=1e-4),
     # Memory ≥ d without secant scaling: the configuration that reaches 1e-6 on small kinked
     # problems (test_sublbfgs.py uses m = 256 on d = 50; here d ≤ 12).

@@ -213,8 +213,8 @@ def test_reaches_the_cvxpy_optimum_with_valid_gaps(entry, loss, seed):
         f"values {np.asarray(sol.history.value[:int(sol.num_steps)])} "
         f"gaps {np.asarray(sol.history.gap[:int(sol.num_steps)])} w {np.asarray(sol.w)}")
     assert abs(value - J_star) <= entry.rtol * J_star
-    # The certificate closes as far as the accuracy reached (DESIGN.md: test that the gap
-    # reaches its target, not only that it is valid).
+    # The certificate closes as far as the accuracy reached (the original design: test that
+    # the gap reaches its target, not only that it is valid).
     assert float(sol.gap) <= entry.rtol * J_star
     # cvxpy's J* is itself accurate to about 1e-10, hence the slack.
     steps = int(sol.num_steps)
