@@ -33,7 +33,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from nsjax.data import round_up, to_device
+from nsjax.data import on_host, round_up, to_device
 from nsjax.losses.base import Weighted
 from nsjax.regularizers import L1, L2, ElasticNet
 
@@ -78,7 +78,7 @@ def pad(problem, w0, solver):
 
     def restore(sol, lead=0):
         keep = np.r_[0:d, cols:cols + problem.bias]
-        return sol._replace(w=_take(sol.w, keep, lead))
+        return sol._replace(w=on_host(sol.w, lambda w: np.take(w, keep, axis=lead)))
 
     return problem.padded(cols, rows), to_device(w), restore
 
@@ -96,9 +96,3 @@ def _weights_scale(problem, factor) -> bool:
 def unchanged(sol, lead=0):
     """The ``restore`` of a problem that was not padded: ``sol`` as is."""
     return sol
-
-
-def _take(x, keep, axis):
-    """``x`` at indices ``keep`` along ``axis``, taken on the host and put back where x
-    was (an eager take would compile a program per shape)."""
-    return jax.device_put(np.take(np.asarray(x), keep, axis=axis), x.sharding)

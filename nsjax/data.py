@@ -68,6 +68,12 @@ def to_device(x, dtype=None) -> jax.Array:
     return jax.device_put(np.asarray(x, dtype))
 
 
+def on_host(x: jax.Array, fn) -> jax.Array:
+    """``fn(x)`` computed with numpy on the host and put back where ``x`` was (its
+    sharding): an eager ``jnp`` slice or take compiles a program for each new shape."""
+    return jax.device_put(fn(np.asarray(x)), x.sharding)
+
+
 def round_up(m, least):
     """m raised to ``least`` and rounded up to one of eight sizes per octave (k·2ʲ with
     8 ≤ k < 16): at most 1/8 more than m. The few sizes that nearby m share (one

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from nsjax import buckets
-from nsjax.data import round_up, to_device
+from nsjax.data import on_host, round_up, to_device
 from nsjax.implicit import implicit_solution
 from nsjax.problem import Problem, is_traced
 from nsjax.programs import Program, program
@@ -88,9 +88,8 @@ def _cut(sol, max_steps):
     def cut(h):
         if is_traced(h) or not h.is_fully_addressable:  # (other hosts hold parts of it)
             return h[..., :max_steps]
-        # Cut on the host and put back where it was: an eager slice would compile a
-        # program for each new max_steps (~50 ms each, three per solve).
-        return jax.device_put(np.asarray(h)[..., :max_steps], h.sharding)
+        # (On the host: an eager slice would compile a program per new max_steps.)
+        return on_host(h, lambda a: a[..., :max_steps])
 
     return sol._replace(history=History(*(cut(h) for h in sol.history)))
 
