@@ -61,7 +61,7 @@ def cross_validate(X, y, pad: bool, round_chunks: bool) -> dict:
     model, padding, chunks = nsjax.sklearn._LinearModel, nsjax.sklearn._LinearModel._pad, \
         nsjax.data.CHUNK_ROUND_LIMIT
     if not pad:  # X as given
-        model._pad = lambda self, X, solver, weights: (X, weights, 0)
+        model._pad = lambda self, X, solver, weights, dtype: (X, weights, 0)
     if not round_chunks:  # the layouts as counted
         nsjax.data.CHUNK_ROUND_LIMIT = 0
     try:

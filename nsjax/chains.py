@@ -20,11 +20,30 @@ from nsjax.problem import Problem
 from nsjax.regularizers import L2
 
 
-def _check_tokens(tokens, labels):
-    tokens = np.asarray(tokens)
+def _real(x, name):
+    """``x`` as an array of real numbers (a TypeError naming ``name`` otherwise)."""
+    try:
+        kind = np.asarray(x).dtype.kind
+    except (ValueError, TypeError):  # ragged
+        kind = "O"
+    if kind not in "biuf":
+        raise TypeError(f"{name} must be an array of real numbers; got kind {kind!r}"
+                        f"{' (complex)' if kind == 'c' else ''}.")
+    return x if isinstance(x, jax.Array) else np.asarray(x)
+
+
+def _check_token_shape(tokens):
     if tokens.ndim != 3:
         raise ValueError(f"tokens must have shape (N sequences, L tokens, d features); got "
                          f"shape {tokens.shape}.")
+    if 0 in tokens.shape[:2]:
+        raise ValueError(f"tokens of shape {tokens.shape} hold no token: give at least one "
+                         "sequence (N >= 1) of at least one token (L >= 1).")
+
+
+def _check_tokens(tokens, labels):
+    tokens = _real(tokens, "tokens")
+    _check_token_shape(tokens)
     labels = np.asarray(labels)
     if labels.shape != tokens.shape[:2]:
         raise ValueError(f"labels must have shape (N, L) = {tokens.shape[:2]}, one label per "
@@ -35,9 +54,13 @@ def _check_tokens(tokens, labels):
 def chain_design(tokens, num_labels: int) -> np.ndarray:
     """The design matrix of a chain problem: for each sequence its L token rows (x_t, 0)
     then K transition rows (0, e_a), shape (N (L + K), d + K) (`nsjax.losses.chain`)."""
-    tokens = np.asarray(tokens)
+    tokens = _real(tokens, "tokens")
+    _check_token_shape(tokens)
+    if (isinstance(num_labels, (bool, np.bool_))
+            or not isinstance(num_labels, (int, np.integer)) or num_labels < 1):
+        raise ValueError(f"num_labels must be an int >= 1; got {num_labels!r}.")
     N, L, d = tokens.shape
-    K = num_labels
+    K = int(num_labels)
     X = np.zeros((N, L + K, d + K), dtype=np.result_type(tokens.dtype, np.float32))
     X[:, :L, :d] = tokens
     X[:, L:, d:] = np.eye(K, dtype=X.dtype)
@@ -80,10 +103,24 @@ def _decode(W, tokens):
 
 def predict(W, tokens, classes=None):
     """The Viterbi labeling argmax_y ⟨W, φ(x, y)⟩ of each sequence: (N, L) label indices, or
-    the label values when ``classes`` (e.g. ``prob.classes``) is given."""
-    tokens = jnp.asarray(tokens, W.dtype)
+    the label values when ``classes`` (e.g. ``prob.classes``) is given.
+
+    Raises ValueError (TypeError for non-real arrays) unless W has the (d + K, K) shape of
+    a chain problem's weights (``sol.w``), tokens the shape (N, L, d) with N, L ≥ 1, and
+    ``classes`` K values."""
+    W = jnp.asarray(_real(W, "W"))
+    if W.ndim != 2 or W.shape[1] < 1 or W.shape[0] < W.shape[1]:
+        raise ValueError(f"W must be a chain problem's weights, shape (d + K, K) (sol.w of "
+                         f"chain_problem's solve); got shape {W.shape}.")
+    if not jnp.issubdtype(W.dtype, jnp.floating):
+        W = W.astype(jnp.result_type(float))
+    tokens = _real(tokens, "tokens")
     if tokens.ndim != 3 or tokens.shape[-1] + W.shape[1] != W.shape[0]:
         raise ValueError(f"tokens must have shape (N, L, d) with d = {W.shape[0] - W.shape[1]}"
                          f" for weights of shape {W.shape}; got {tokens.shape}.")
-    labels = np.asarray(_decode(W, tokens))
+    _check_token_shape(tokens)
+    if classes is not None and len(classes) != W.shape[1]:
+        raise ValueError(f"classes must list the K = {W.shape[1]} label values of W's columns; "
+                         f"got {len(classes)}.")
+    labels = np.asarray(_decode(W, jnp.asarray(tokens, W.dtype)))
     return labels if classes is None else np.asarray(classes)[labels]

@@ -30,7 +30,15 @@ The conditions used:
   it is not unique: nsjax then returns the minimum-norm multipliers' one.
 
 Anything else (the multiclass and structured losses, Entropy and the constraint
-regularizers) raises `NotImplementedError` when differentiated.
+regularizers) raises `NotImplementedError` when differentiated. So do forward mode
+(`jax.jvp`, `jax.jacfwd`) and second derivatives (`jax.hessian`, a gradient of a gradient):
+the backward pass is itself a solve, not differentiated again.
+
+Where the derivative does not exist, it is refused rather than made up: a run that ended
+without a finite solution (`RESULTS.nonfinite`, `RESULTS.unbounded`), and a singular
+system (∂F/∂w)ᵀ u = v that has no solution (λ = 0 with the hinge, or a smooth loss whose
+Hessian is singular on the support). The backward pass raises `ValueError` where its
+values are concrete (the caller's `jax.grad` outside `jax.jit`), and gives NaN under jit.
 """
 
 from __future__ import annotations
@@ -46,12 +54,30 @@ __all__ = ["implicit_solution"]
 #: Caps on the conjugate-gradient iterations of the backward pass.
 CG_MAX_ITERATIONS = 1000
 
+_ONLY_FIRST_REVERSE = (
+    "nsjax.solve's solution is differentiable in reverse mode, once (jax.grad, jax.vjp, "
+    "jax.jacrev); forward mode over it (jax.jvp, jax.jacfwd, jax.hessian, which is "
+    "jacfwd of jacrev) and second derivatives are not supported (its derivative is itself "
+    "a solve). Differentiate once in reverse mode, or use finite differences of jax.grad.")
 
-@jax.custom_vjp
-def implicit_solution(problem, w):
+
+@jax.custom_jvp
+def _reverse_only(x):
+    """x; differentiating it in forward mode raises (see `_ONLY_FIRST_REVERSE`)."""
+    return x
+
+
+@_reverse_only.defjvp
+def _reverse_only_jvp(primals, tangents):
+    raise NotImplementedError(_ONLY_FIRST_REVERSE)
+
+
+def implicit_solution(problem, w, valid=True):
     """``w`` itself; its reverse-mode derivative with respect to ``problem``'s arrays is
     that of the solution w*(θ) of ``problem`` (`nsjax.implicit`), and zero with respect to
-    ``w`` (the solver's iterates are not differentiated).
+    ``w`` (the solver's iterates are not differentiated). ``valid`` (a bool, possibly
+    traced): whether w is a solution at all (False after a non-finite run): its
+    derivative is then refused.
 
     Example:
         >>> import jax, nsjax, numpy as np
@@ -66,34 +92,63 @@ def implicit_solution(problem, w):
         >>> bool(np.allclose(jax.jacrev(w_star)(0.1), exact, rtol=1e-6))
         True
     """
+    from nsjax.problem import Problem
+
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be an nsjax.Problem; got {type(problem).__name__}.")
+    if jnp.shape(w) != problem.w_shape:
+        raise ValueError(f"w must have the problem's weight shape {problem.w_shape}; got "
+                         f"{jnp.shape(w)}.")
+    return _implicit_solution(problem, w, valid)
+
+
+@jax.custom_vjp
+def _implicit_solution(problem, w, valid):
     return w
 
 
-def _forward(problem, w):
-    return w, (problem, w)
+def _forward(problem, w, valid):
+    # The residuals pass through `_reverse_only`: an outer forward-mode (or second)
+    # derivative would differentiate the backward pass as if the solution were fixed.
+    guard = jax.tree_util.tree_map(
+        lambda x: _reverse_only(x) if jnp.issubdtype(jnp.result_type(x), jnp.inexact) else x,
+        (problem, w))
+    return w, (*guard, valid)
 
 
 @jax.jit
-def _problem_cotangent(problem, w, v):
-    """vᵀ dw*/dθ = −uᵀ ∂F/∂θ with (∂F/∂w)ᵀ u = v; compiled once per shape (called eagerly
-    when the caller's gradient is not under jit, it would otherwise trace its
-    conjugate-gradient loops anew at every call)."""
-    conditions, u = _transposed_solution(problem, w, v)
+def _problem_cotangent(problem, w, v, valid):
+    """(vᵀ dw*/dθ, exists): −uᵀ ∂F/∂θ with (∂F/∂w)ᵀ u = v, and whether that system was
+    solved (u finite, residual within `SOLVED`) at a valid solution; compiled once per
+    shape (called eagerly when the caller's gradient is not under jit, it would otherwise
+    trace its conjugate-gradient loops anew at every call)."""
+    conditions, u, solved = _transposed_solution(problem, w, v)
+    exists = solved & valid & jnp.all(jnp.isfinite(w))
     _, vjp = jax.vjp(conditions, problem)
-    return vjp(jax.tree_util.tree_map(jnp.negative, u))[0]
+    cotangent = vjp(jax.tree_util.tree_map(jnp.negative, u))[0]
+    return jax.tree_util.tree_map(lambda c: jnp.where(exists, c, jnp.nan), cotangent), exists
 
 
 def _backward(residuals, v):
-    problem, w = residuals
-    return _problem_cotangent(problem, w, v), jnp.zeros_like(w)
+    problem, w, valid = residuals
+    cotangent, exists = _problem_cotangent(problem, w, v, jnp.asarray(valid))
+    if not isinstance(exists, jax.core.Tracer) and not bool(exists):
+        raise ValueError(
+            "the derivative of the solution does not exist here: "
+            + ("the solve did not end at a finite solution (see sol.result)" if not bool(
+                jnp.all(jnp.asarray(valid))) else
+               "its optimality conditions are singular (λ = 0 with the hinge, or a smooth "
+               "loss whose Hessian is singular on the support)")
+            + ". Differentiate at λ > 0, or at a solution that exists.")
+    return cotangent, jnp.zeros_like(w), None
 
 
-implicit_solution.defvjp(_forward, _backward)
+_implicit_solution.defvjp(_forward, _backward)
 
 
 def _transposed_solution(problem, w, v):
-    """(F, u): the optimality conditions F(θ) at the fixed solution (a function of the
-    problem alone) and the solution u of (∂F/∂w)ᵀ u = v."""
+    """(F, u, solved): the optimality conditions F(θ) at the fixed solution (a function of
+    the problem alone), the solution u of (∂F/∂w)ᵀ u = v, and whether u solves it."""
     reg = problem.reg.inner if problem.bias else problem.reg
     if getattr(problem.loss, "smooth", False) and isinstance(reg, (L2, L1, ElasticNet)):
         return _smooth_conditions(problem, w, v)
@@ -115,6 +170,15 @@ def _cg(matvec, b):
     semidefinite; on a consistent singular system, from 0, the minimum-norm solution)."""
     tol = float(np.finfo(b.dtype).eps) ** 0.75
     return jax.scipy.sparse.linalg.cg(matvec, b, tol=tol, maxiter=CG_MAX_ITERATIONS)[0]
+
+
+def _solved(matvec, u, b):
+    """Whether u solves matvec(u) = b: finite, with a residual within eps^(1/4) of ‖b‖
+    (CG aims at eps^(3/4); an inconsistent singular system leaves a residual of the
+    order of ‖b‖)."""
+    scale = float(np.finfo(b.dtype).eps) ** 0.25 * jnp.maximum(jnp.linalg.norm(b),
+                                                                 np.finfo(b.dtype).tiny)
+    return jnp.all(jnp.isfinite(u)) & (jnp.linalg.norm(matvec(u) - b) <= scale)
 
 
 # -- smooth losses: ∇f + μ sign(w) = 0 on the support, w = 0 off it ---------------------
@@ -143,7 +207,7 @@ def _smooth_conditions(problem, w, v):
         l1 = _l1_weights(prob, w) * jnp.sign(w)
         return jnp.where(free, grad + l1, w)
 
-    return conditions, u
+    return conditions, u, _solved(hessian, u, v)
 
 
 # -- the binary hinge with L2: the KKT system on the margin set -------------------------
@@ -177,6 +241,7 @@ def _hinge_conditions(problem, w, v):
 
     r = jnp.where(on_margin, y * X.mv(v_w) / scale, 0)
     s = _cg(gram, r)
+    solved = (lam > 0) & _solved(gram, s, r)
     if problem.bias:
         ym = jnp.where(on_margin, y, 0)
         g_y = _cg(gram, ym)
@@ -192,4 +257,4 @@ def _hinge_conditions(problem, w, v):
         on_margin_rows = jnp.where(on_margin, prob.y * prob.scores(w) - 1, 0)
         return stationarity, on_margin_rows
 
-    return conditions, u
+    return conditions, u, solved

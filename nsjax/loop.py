@@ -102,6 +102,10 @@ def _run(problem, w0, tol, max_steps, solver, length, progress=0):
     nan = jnp.full(length, jnp.nan, problem.dtype)
     history = History(nan, nan, nan)
     done0, result0 = solver.terminate(problem, state, best, tol)
+    # J(w0) itself overflows (weights, targets or data too large for the dtype): no step.
+    start_finite = jnp.isfinite(best.value)
+    done0 = done0 | ~start_finite
+    result0 = jnp.where(start_finite, result0, RESULTS.nonfinite).astype(jnp.int32)
 
     def cond(carry):
         *_, done, _, t = carry
@@ -134,6 +138,9 @@ def _run(problem, w0, tol, max_steps, solver, length, progress=0):
     state, best, history, done, result, t = jax.lax.while_loop(cond, body, carry)
     result = jnp.where(done, result, RESULTS.max_steps_reached).astype(jnp.int32)
     state, best, result = solver.postprocess(problem, state, best, result, tol)
+    # Never successful on a non-finite J or gap (inf ≤ tol · |inf| holds).
+    certified = jnp.isfinite(best.value) & jnp.isfinite(best.gap)
+    result = jnp.where((result == RESULTS.successful) & ~certified, RESULTS.nonfinite, result)
     return Solution(w=best.w, value=best.value, gap=best.gap, result=result.astype(jnp.int32),
                     num_steps=t, stats=core_of(state).stats, history=history)
 
@@ -362,6 +369,9 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
         >>> w = jax.jit(lambda p: nsjax.solve(p, nsjax.solvers.BMRM()).w)(prob)
     """
     w0 = _check_common(problem, w0, max_steps, tol)
+    for name, flag in (("jit", jit), ("throw", throw)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False; got {flag!r}.")
     every = _progress_every(progress)
     solver = _default_solver(solver, problem)
     tol = to_device(tol, problem.dtype)
@@ -385,7 +395,7 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
         with jax.disable_jit():
             sol = _run(run_on, w0, tol, steps, solver, int(max_steps), every)
     if traced:
-        sol = sol._replace(w=implicit_solution(problem, sol.w))
+        sol = sol._replace(w=implicit_solution(problem, sol.w, _exists(sol.result)))
     if every and not is_traced(sol.result):
         jax.effects_barrier()  # the last reports are printed before the final line
         _Progress.end(sol)
@@ -396,14 +406,31 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
         return sol
     sol = sol._replace(result=RESULTS(int(sol.result)))
     if sol.result.is_failure:
-        target = float(tol) * max(1.0, abs(float(sol.value)))
-        message = (f"{type(solver).__name__} ended {sol.result.name} after {int(sol.num_steps)} "
-                   f"steps with certified gap {float(sol.gap):.2e} (tol · max(1, |J|) = "
-                   f"{target:.2e}). {sol.result.message}")
+        message = failure_message(type(solver).__name__, sol, float(tol), problem.dtype)
         if throw:
             raise RuntimeError(message)
         warnings.warn(message, ConvergenceWarning, stacklevel=2)
     return sol
+
+
+def _exists(result):
+    """Whether a run's w is a solution to differentiate (`nsjax.implicit`)."""
+    return (result != RESULTS.nonfinite) & (result != RESULTS.unbounded)
+
+
+def failure_message(name, sol, tol, dtype) -> str:
+    """Why a scalar solve did not succeed, in one message (warned, or raised with
+    ``throw=True``)."""
+    value = float(sol.value)
+    if not np.isfinite(value):  # no finite iterate at all: J(w0) itself overflows
+        dt = np.dtype(dtype)
+        return (f"{name} ended nonfinite: J(w0) = {value} in {dt.name}, so no step was "
+                "taken. The objective overflows at the start: the sample weights, the "
+                f"targets or the data are too large for {dt.name}; rescale them"
+                + (" (or use float64)." if dt.itemsize < 8 else "."))
+    target = tol * max(1.0, abs(value))
+    return (f"{name} ended {sol.result.name} after {int(sol.num_steps)} steps with certified "
+            f"gap {float(sol.gap):.2e} (tol · max(1, |J|) = {target:.2e}). {sol.result.message}")
 
 
 def _warn_unless_all_successful(solver, sols, what):
@@ -454,25 +481,46 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6, *,
         (2, 30)
     """
     w0 = _check_common(problem, w0, max_steps, tol)
-    from nsjax.problem import _strength
-
-    if isinstance(lams, (str, bytes)) or np.ndim(lams) != 1 or np.size(lams) == 0:
-        raise ValueError(f"lams must be a non-empty 1-D sequence of numbers, e.g. [1e-2, "
-                         f"1e-3]; got {lams!r}.")
-    # Each strength as it will be used: a real number, finite, >= 0, within the dtype.
-    lams = np.asarray([float(_strength(lam, problem.dtype, f"lams[{i}]"))
-                       for i, lam in enumerate(lams)])
+    lams = _check_lams(lams, problem.dtype)
     if not isinstance(warm_start, (bool, np.bool_)):
         raise TypeError(f"warm_start must be True or False; got {warm_start!r}.")
-    solver = _default_solver(solver, problem.with_lam(float(lams.min())))
-    _check(solver, problem.with_lam(float(lams.min())))
-    problem, w0, restore = buckets.pad(problem.without_classes(), w0, solver)
-    sols = _sweep_jit(problem, to_device(lams, problem.dtype), w0,
-                      to_device(tol, problem.dtype), to_device(max_steps, jnp.int32),
+    smallest = problem.with_lam(lams.min())
+    solver = _default_solver(solver, smallest)
+    _check(solver, smallest)
+    problem = problem.without_classes()
+    tol = to_device(tol, problem.dtype)
+    # As in `solve`: under the caller's grad the path is not differentiated through its
+    # iterations; each solution's derivative comes from its optimality conditions.
+    traced = any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves((problem, lams, w0, tol)))
+    run_on, run_lams, w0, run_tol = (jax.lax.stop_gradient((problem, lams, w0, tol)) if traced
+                                     else (problem, lams, w0, tol))
+    run_on, w0, restore = buckets.pad(run_on, w0, solver)
+    sols = _sweep_jit(run_on, run_lams, w0, run_tol, to_device(max_steps, jnp.int32),
                       solver=solver, length=history_length(max_steps),
                       warm_start=bool(warm_start))
     sols = restore(_cut(sols, max_steps), lead=1)
+    if traced:
+        w = jax.vmap(lambda lam, w, result: implicit_solution(
+            problem.with_lam(lam), w, _exists(result)))(lams, sols.w, sols.result)
+        return sols._replace(w=w)
     return _warn_unless_all_successful(solver, sols, "strengths")
+
+
+def _check_lams(lams, dtype):
+    """``lams`` as a 1-D array of ``dtype``, each strength checked as it will be used (a
+    real number, finite, ≥ 0, within the dtype) where it is concrete."""
+    from nsjax.problem import _strength
+
+    if is_traced(lams):
+        if jnp.ndim(lams) != 1 or jnp.size(lams) == 0:
+            raise ValueError(f"lams must be a non-empty 1-D array of strengths; got shape "
+                             f"{jnp.shape(lams)}.")
+        return jnp.asarray(lams, dtype)
+    if isinstance(lams, (str, bytes)) or np.ndim(lams) != 1 or np.size(lams) == 0:
+        raise ValueError(f"lams must be a non-empty 1-D sequence of numbers, e.g. [1e-2, "
+                         f"1e-3]; got {lams!r}.")
+    return to_device(np.asarray([float(_strength(lam, dtype, f"lams[{i}]"))
+                                 for i, lam in enumerate(lams)]), dtype)
 
 
 def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
@@ -499,6 +547,10 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
     """
     if solver is not None:
         solver = _default_solver(solver, None)
+    if not isinstance(problems, Problem) and (
+            isinstance(problems, (str, bytes)) or not hasattr(problems, "__iter__")):
+        raise TypeError(f"problems must be a list of nsjax.Problem (or one Problem of stacked "
+                        f"data); got {type(problems).__name__}.")
     if isinstance(problems, Problem):
         if problems.X.dense is None or problems.X.dense.ndim != 3:
             raise ValueError("a single Problem passed to solve_batch must hold stacked dense "
@@ -528,7 +580,9 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
     restore = buckets.unchanged
     if not isinstance(problems, Problem):
         padded = [buckets.pad(p, w0, solver) for p in problems]
-        problems, w0, restore = [p for p, _, _ in padded], padded[0][1], padded[0][2]
+        # (Members are padded alike unless one's weights would overflow when scaled.)
+        if all(_kind(p) == _kind(padded[0][0]) for p, _, _ in padded):
+            problems, w0, restore = [p for p, _, _ in padded], padded[0][1], padded[0][2]
         stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *problems)
     sols = _batch_jit(stacked, w0, to_device(tol, one.dtype),
                       to_device(max_steps, jnp.int32), solver=solver,

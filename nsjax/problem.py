@@ -260,7 +260,9 @@ class Problem:
 
         def place(x, by_rows):
             # From the host: across processes, each one places its own devices' blocks.
-            return jax.device_put(np.asarray(x), rows if by_rows else whole)
+            # (A traced leaf, e.g. λ under the caller's jit or grad, is placed as it is.)
+            return jax.device_put(x if is_traced(x) else np.asarray(x),
+                                  rows if by_rows else whole)
 
         # Every array leaf with one row per example (X, y, sample weights) by rows; sparse
         # X cut into one block of rows per device, every array of its layout by block.
@@ -736,13 +738,31 @@ def _strength_name(reg) -> str:
 
 def _check_strength(lam, name="lam"):
     """The strength's type and shape (its value is checked once the dtype is known)."""
-    return check_real_scalar(lam, name, f"L2({name}=1e-3)", " Use nsjax.sweep for many values.")
+    example = f"L2({name}=1e-3)" if name.isidentifier() else f"{name} = 1e-3"
+    return check_real_scalar(lam, name, example, " Use nsjax.sweep for many values.")
 
 
 def max_strength(dtype) -> float:
     """The largest strength a problem in ``dtype`` accepts: sqrt(finfo.max), 1.3e154 in
     float64 and 1.8e19 in float32, so that λ‖w‖² and ‖v‖²/λ stay representable."""
     return float(np.sqrt(np.finfo(dtype).max))
+
+
+def held_strength(strength, dtype, what, fix):
+    """A strength computed from a caller's parameters (``what``: how, e.g. "C=1e-320 gives
+    λ = 1/(C n)"; ``fix``: what to do instead), checked as a problem will hold it in
+    ``dtype``: at most `max_strength`, and not rounded below the smallest normal number
+    from a positive value (the estimators and the CLI name their own parameters)."""
+    dt = np.dtype(dtype)
+    with np.errstate(over="ignore", under="ignore"):
+        held = np.asarray(strength, np.float64).astype(dt)
+    if not np.isfinite(held) or held > max_strength(dt):
+        raise ValueError(f"{what} = {strength:.3g}, too large for {dt.name} (at most "
+                         f"{max_strength(dt):.3g}); {fix}")
+    if strength > 0 and held < np.finfo(dt).tiny:
+        raise ValueError(f"{what} = {strength:.3g}, which {dt.name} cannot hold (it rounds "
+                         f"below {np.finfo(dt).tiny:.3g}); {fix}")
+    return float(strength)
 
 
 def _strength(lam, dtype, name="lam"):

@@ -66,6 +66,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 import nsjax
 from nsjax import losses, regularizers
 from nsjax.data import round_up
+from nsjax.loop import failure_message
+from nsjax.problem import MAX_STEPS, held_strength, max_abs_entry
 from nsjax.results import RESULTS
 from nsjax.solvers import SOLVERS, solver_from_name
 
@@ -93,20 +95,35 @@ def _l1_ratio(rho):
         raise ValueError(f"l1_ratio must be in [0, 1] (0: L2, 1: L1); got {rho!r}.")
 
 
+def _real_array(value, name):
+    """``value`` as a float64 array; a TypeError naming ``name`` for anything but real
+    numbers (complex ones are not cast to their real part)."""
+    try:
+        kind = np.asarray(value).dtype.kind
+    except (ValueError, TypeError):
+        kind = "O"
+    if kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers; got an array of kind {kind!r}"
+                        f"{' (complex)' if kind == 'c' else ''}.")
+    return np.asarray(value, dtype=np.float64)
+
+
 def _sample_weights(sample_weight, n):
-    """``sample_weight`` as a float64 (n,) array (None stays None); nsjax.Problem checks
-    its values."""
+    """``sample_weight`` as a float64 (n,) array of finite weights ≥ 0, not all 0 (None
+    stays None)."""
     if sample_weight is None:
         return None
-    weights = np.asarray(sample_weight, dtype=np.float64)
+    weights = _real_array(sample_weight, "sample_weight")
     if weights.ndim == 0:
         weights = np.full(n, float(weights))
     if weights.shape != (n,):
         raise ValueError(f"sample_weight.shape == {weights.shape}, expected ({n},): one weight "
                          "per sample.")
     if not (np.all(np.isfinite(weights)) and np.all(weights >= 0)):
-        raise ValueError(f"sample_weight must be finite and >= 0; got min {weights.min()!r}.")
-    if not weights.sum() > 0:
+        bad = np.flatnonzero(~(np.isfinite(weights) & (weights >= 0)))[0]
+        raise ValueError(f"sample_weight must be finite and >= 0; got {weights[bad]!r} at "
+                         f"index {bad}.")
+    if not weights.max() > 0:
         raise ValueError("sample_weight is zero for every sample: nothing to fit; give some "
                          "samples a positive weight.")
     return weights
@@ -128,7 +145,10 @@ class _LinearModel(BaseEstimator):
 
     def _dtype(self):
         if self.dtype is not None:
-            dt = np.dtype(self.dtype)
+            try:
+                dt = np.dtype(self.dtype)
+            except TypeError:
+                dt = None
             if dt not in (np.float32, np.float64):
                 raise ValueError(f"dtype must be float32, float64 or None; got {self.dtype!r}.")
             if dt == np.float64 and not jax.config.jax_enable_x64:
@@ -138,17 +158,44 @@ class _LinearModel(BaseEstimator):
         return np.dtype(np.float64 if jax.config.jax_enable_x64 else np.float32)
 
     def _check_params(self):
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        for name in ("fit_intercept", "warm_start"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False; got {getattr(self, name)!r}.")
         if (isinstance(self.max_iter, (bool, np.bool_))
-                or not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1):
-            raise ValueError(f"max_iter must be an int >= 1; got {self.max_iter!r}.")
-        if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:
-            raise ValueError(f"tol must be a number >= 0 (a relative certified gap, e.g. "
-                             f"1e-4); got {self.tol!r}.")
+                or not isinstance(self.max_iter, numbers.Integral)
+                or not 1 <= self.max_iter <= MAX_STEPS):
+            raise ValueError(f"max_iter must be an int from 1 to {MAX_STEPS:,} (e.g. "
+                             f"max_iter=1000); got {self.max_iter!r}.")
+        tol = self.tol
+        if (isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real)
+                or not (np.isfinite(tol) and tol >= 0)):
+            raise ValueError(f"tol must be a finite number >= 0 (a relative certified gap, "
+                             f"e.g. 1e-4); got {tol!r}.")
+        self._dtype()
         return solver_from_name(self.solver)
 
-    def _pad(self, X, solver, weights):
+    def _check_X(self, X, dtype, rows, cols):
+        """X as the problem will hold it: finite in ``dtype`` and within `max_abs_entry`
+        for the padded shape (rows, cols); named as given."""
+        values = X.data if sp.issparse(X) else X
+        top = float(np.max(np.abs(values), initial=0.0))
+        limit = max_abs_entry(dtype, (rows, cols))
+        if not top <= limit:
+            raise ValueError(f"X has entries up to {top:.3g} in magnitude; {type(self).__name__} "
+                             f"in {np.dtype(dtype).name} accepts at most {limit:.3g} for "
+                             f"{X.shape[0]} x {X.shape[1]} data, beyond which products of X "
+                             "with itself overflow. Rescale X (e.g. standardize its columns).")
+
+    def _check_total_weight(self, weights, dtype):
+        """The weights' sum held in ``dtype`` (the risk sums them): finite."""
+        total = 0.0 if weights is None else np.sum(weights, dtype=np.float64)
+        if not total <= np.finfo(dtype).max:
+            raise ValueError(
+                f"sample_weight (times class_weight) sums to {total:.3g}, beyond "
+                f"{np.dtype(dtype).name}'s range: divide the weights by a constant s (and "
+                "multiply C by s: the same model).")
+
+    def _pad(self, X, solver, weights, dtype):
         """(X, weights, rows added): X padded with zero rows and columns to a shape from a
         small set (`round_up`: at least `PAD_LEAST` rows and columns, at most 1/8 more
         of each), and weights that leave the problem as it was.
@@ -159,12 +206,20 @@ class _LinearModel(BaseEstimator):
         cᵢ n'/n, so the risk (1/n') Σᵢ cᵢ' ℓᵢ over n' rows is the given (1/n) Σᵢ cᵢ ℓᵢ; a
         zero column's weight is 0 at the optimum of every penalty here, and coef_ leaves
         it out. Not done for dense X of `PAD_LIMIT` entries or more, nor for a solver
-        that takes no sample weights (the Nesterov methods)."""
+        that takes no sample weights (the Nesterov methods).
+
+        X and the weights are first checked as the problem will hold them in ``dtype``
+        (named as given, not as padded)."""
         n, d = X.shape
         if ((solver is not None and not solver.supports_sample_weight)
                 or (not sp.issparse(X) and X.size >= PAD_LIMIT)):
+            self._check_X(X, dtype, n, d + 1)  # (+1: a constant column for the intercept)
+            self._check_total_weight(weights, dtype)
             return X, weights, 0
         rows, cols = round_up(n, PAD_LEAST[0]), round_up(d, PAD_LEAST[1])
+        self._check_X(X, dtype, rows, cols + 1)
+        with np.errstate(over="ignore"):  # (an overflow is what the check reports)
+            self._check_total_weight(None if weights is None else weights * (rows / n), dtype)
         if sp.issparse(X):  # empty rows and columns: the same entries, a longer indptr
             indptr = np.concatenate([X.indptr, np.full(rows - n, X.indptr[-1])])
             X = sp.csr_matrix((X.data, X.indices, indptr), shape=(rows, cols))
@@ -182,6 +237,10 @@ class _LinearModel(BaseEstimator):
             sols = [nsjax.solve(p, solver, w0=w0, max_steps=int(self.max_iter),
                                 tol=float(self.tol))
                     for p, w0 in zip(problems, starts, strict=True)]
+        for p, s in zip(problems, sols, strict=True):
+            if not np.isfinite(float(s.value)):  # no finite point at all: nothing to return
+                raise ValueError(failure_message(type(self).__name__, s, float(self.tol),
+                                                 p.dtype))
         bad = [(k, s) for k, s in enumerate(sols) if s.result != RESULTS.successful]
         if bad:
             k, s = bad[0]
@@ -239,11 +298,16 @@ class _LinearClassifier(_Multilabel, ClassifierMixin, _LinearModel):
     attributes and the predictions. Subclasses give `_loss`, `_regularizer` and
     `_one_problem_for_all_classes`."""
 
-    def _strength(self, n):
-        """The strength of the problem: ``lam``, else 1 / (C n)."""
+    def _strength(self, n, dtype):
+        """The strength of the problem: ``lam``, else 1 / (C n), as held in ``dtype``."""
         if self.lam is not None:
-            return _positive(self.lam, "lam", "lam=1e-3")
-        return 1.0 / (_positive(self.C, "C", "C=1.0") * n)
+            lam = _positive(self.lam, "lam", "lam=1e-3")
+            return held_strength(lam, dtype, "lam", "rescale lam.")
+        C = _positive(self.C, "C", "C=1.0")
+        with np.errstate(over="ignore", under="ignore"):
+            lam = (1.0 / C) / n
+        return held_strength(lam, dtype, f"C={self.C!r} gives λ = 1/(C·n_samples)",
+                              "choose C nearer 1 (or standardize X and rescale C).")
 
     def fit(self, X, y, sample_weight=None):
         """Fit on X (n, d), numpy or scipy.sparse, and labels y (n,) of any two or more
@@ -266,12 +330,17 @@ class _LinearClassifier(_Multilabel, ClassifierMixin, _LinearModel):
             raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in "
                              f"y; got one class: {self.classes_[0]!r}.")
         dtype, n = self._dtype(), X.shape[0]
-        lam = self._strength(n)
+        lam = self._strength(n, dtype)
         weights = _sample_weights(sample_weight, n)
         if self.class_weight is not None:
             per_class = compute_class_weight(self.class_weight, classes=self.classes_, y=y)
+            bad = ~(np.isfinite(per_class) & (per_class >= 0))
+            if bad.any():
+                k = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"class_weight must give every class a finite weight >= 0; "
+                                 f"got {per_class[k]!r} for class {self.classes_[k]!r}.")
             weights = per_class[index] * (1.0 if weights is None else weights)
-        X, weights, extra = self._pad(X, solver, weights)
+        X, weights, extra = self._pad(X, solver, weights, dtype)
         index = np.pad(index, (0, extra))
         one = self.classes_.size == 2 or self._one_problem_for_all_classes()
         problems = ([self._problem(X, index, lam, dtype, weights)] if one else
@@ -292,8 +361,8 @@ class _LinearClassifier(_Multilabel, ClassifierMixin, _LinearModel):
                              "examples with sample_weight instead.")
         Y = np.asarray(Y.toarray() if sp.issparse(Y) else Y) != 0
         dtype, n = self._dtype(), X.shape[0]
-        lam, weights = self._strength(n), _sample_weights(sample_weight, n)
-        X, weights, extra = self._pad(X, solver, weights)
+        lam, weights = self._strength(n, dtype), _sample_weights(sample_weight, n)
+        X, weights, extra = self._pad(X, solver, weights, dtype)
         Y = np.pad(Y, ((0, extra), (0, 0)))
         self.classes_ = np.arange(Y.shape[1])
         problems = [self._problem(X, Y[:, k].astype(np.int32), lam, dtype, weights)
@@ -516,10 +585,10 @@ class LogisticRegression(_LinearClassifier):
             return _positive(self.intercept_scaling, "intercept_scaling", "1.0")
         return None
 
-    def _strength(self, n):
+    def _strength(self, n, dtype):
         if self.lam is None and self.C == np.inf:
             return 0.0  # no penalty
-        return super()._strength(n)
+        return super()._strength(n, dtype)
 
     def _regularizer(self, lam):
         return _penalty(lam, float(self.l1_ratio))
@@ -594,8 +663,10 @@ class ElasticNet(RegressorMixin, _LinearModel):
                              f"{alpha!r}.")
         return super()._check_params()
 
-    def _regularizer(self):
-        return _penalty(float(self.alpha), float(self.l1_ratio))
+    def _regularizer(self, dtype):
+        alpha = held_strength(float(self.alpha), dtype, "alpha",
+                               "rescale alpha (or standardize X and y).")
+        return _penalty(alpha, float(self.l1_ratio))
 
     def fit(self, X, y, sample_weight=None):
         """Fit on X (n, d), numpy or scipy.sparse, and real targets y (n,); examples
@@ -606,7 +677,8 @@ class ElasticNet(RegressorMixin, _LinearModel):
                              y_numeric=True)
         dtype, n = self._dtype(), X.shape[0]
         weights = _sample_weights(sample_weight, n)
-        if weights is not None:
+        if weights is not None:  # (scaled first: the sum of huge weights overflows)
+            weights = weights / weights.max()
             weights = weights * (n / weights.sum())
         center = self.fit_intercept and not sp.issparse(X)
         if center:  # scikit-learn's intercept: the least squares of the centred problem
@@ -614,9 +686,9 @@ class ElasticNet(RegressorMixin, _LinearModel):
             self._y_offset = np.average(y, weights=weights)
             X, y = X - self._X_offset, y - self._y_offset
         bias = self.fit_intercept and not center
-        X, weights, extra = self._pad(X, solver, weights)
+        X, weights, extra = self._pad(X, solver, weights, dtype)
         y = np.pad(y, (0, extra))
-        problem = nsjax.Problem(losses.Squared(), self._regularizer(), X, y, dtype=dtype,
+        problem = nsjax.Problem(losses.Squared(), self._regularizer(dtype), X, y, dtype=dtype,
                                 bias=bias, sample_weight=weights)
         (sol,) = self._solve([problem], solver)
         self._bias = bias  # the layout of the weights (for warm starts)

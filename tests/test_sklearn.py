@@ -195,7 +195,7 @@ def test_solver_by_name_or_instance_and_float32(checks_padding):
     ({"solver": "newton"}, "solver must be one of"),
     ({"multi_class": "ovo"}, "multi_class must be"),
     ({"max_iter": 0}, "max_iter must be an int"),
-    ({"tol": -1.0}, "tol must be a number >= 0"),
+    ({"tol": -1.0}, "tol must be a finite number >= 0"),
     ({"dtype": "int32"}, "dtype must be float32, float64 or None"),
 ])
 def test_bad_parameters_say_what_to_do(params, match):
@@ -213,7 +213,7 @@ def test_l1_ratio_and_C_choose_the_penalty():
                           kind)
     net = LogisticRegression(C=2.0, l1_ratio=0.25)._regularizer(1 / (2 * n))
     assert (net.mu, net.lam) == pytest.approx((0.25 / (2 * n), 0.75 / (2 * n)))
-    assert LogisticRegression(C=np.inf)._strength(n) == 0.0  # no penalty
+    assert LogisticRegression(C=np.inf)._strength(n, np.float64) == 0.0  # no penalty
     # With an L1 part the intercept is a weight on a constant column, and OBA's zeros stay.
     sparse = LogisticRegression(C=0.01, l1_ratio=1.0, tol=1e-8).fit(X, y)
     assert 0 < int(np.sum(sparse.coef_ != 0)) < 30
