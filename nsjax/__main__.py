@@ -1,9 +1,9 @@
 """`python -m nsjax demo`: train on the bundled data, print a table, write a convergence plot;
-`train`, `predict` and `bench` are in `nsjax.cli`."""
+`train`, `predict` and `bench` are in `nsjax.cli`. Bad input to any command ends it with
+exit status 2 and one line on stderr (``nsjax: error: ...``, see `nsjax.cli`)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
@@ -77,29 +77,57 @@ def demo(out: str, lam: float, max_steps: int) -> int:
     ax.set_title(f"L2-regularized hinge, lambda = {lam:g}")
     ax.legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    # Exactly the path given (matplotlib would add .png to a name without an extension).
+    with open(out, "wb") as f:
+        fig.savefig(f, dpi=120, format=_plot_format(out))
     print(f"convergence plot written to {out}")
     return 0
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nsjax")
-    sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="train on bundled data, print a table, write a plot")
-    d.add_argument("--out", default="nsjax_demo.png", help="where to write the PNG")
-    d.add_argument("--lam", type=float, default=1e-3, help="regularization strength")
-    d.add_argument("--max-steps", type=int, default=2000)
+def _demo(args) -> int:
+    """The demo's checks before its runs: matplotlib installed, the plot's path writable."""
+    import importlib.util
+
     from nsjax import cli
 
+    if importlib.util.find_spec("matplotlib") is None:
+        raise cli.InputError("the demo needs matplotlib for its plot: pip install matplotlib "
+                             "(or the package's 'demo' extra).")
+    cli.check_output(args.out, "--out")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if _plot_format(args.out) not in formats:
+        raise cli.InputError(f"--out {args.out!r}: matplotlib cannot write "
+                             f"{_plot_format(args.out)!r} files; end the name with one of "
+                             f"{', '.join('.' + f for f in sorted(formats))}.")
+    return demo(args.out, args.lam, args.max_steps)
+
+
+def _plot_format(out: str) -> str:
+    """The plot's format, from the name's extension (PNG without one)."""
+    from pathlib import Path
+
+    return Path(out).suffix[1:].lower() or "png"
+
+
+def main(argv=None) -> int:
+    """Run ``python -m nsjax`` with ``argv`` (default: the command line's); the exit status:
+    2 with one line on stderr for bad input, 130 on Ctrl-C."""
+    from nsjax import cli
+
+    parser = cli.ArgumentParser(prog="python -m nsjax")
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("demo", help="train on bundled data, print a table, write a plot")
+    d.add_argument("--out", default="nsjax_demo.png",
+                   help="where to write the plot: PNG, or the format its extension names "
+                   "(its directory must exist)")
+    d.add_argument("--lam", type=cli.positive_float(hint=cli.LAM_HINT),
+                   default=1e-3, help="regularization strength lambda > 0")
+    d.add_argument("--max-steps", type=cli.positive_int(cli.MAX_STEPS, cli.MAX_STEPS_HINT),
+                   default=2000)
     cli.add_commands(sub)
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        return demo(args.out, args.lam, args.max_steps)
-    try:
-        return cli.COMMANDS[args.command](args)
-    except cli.InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return cli.run(parser, argv, {"demo": _demo, **cli.COMMANDS})
 
 
 if __name__ == "__main__":

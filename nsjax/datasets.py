@@ -160,6 +160,10 @@ def load_svmlight(
 SMALL_SVMLIGHT_BYTES = 1 << 22
 
 
+#: Feature indices must be below this (the width, the largest index + 1, is an int64).
+_MAX_INDEX = int(np.iinfo(np.int64).max)
+
+
 def _parse_svmlight(file: Path, n_features):
     """(X as a CSR matrix in float64, y) from an svmlight file, read as scikit-learn's
     ``load_svmlight_file`` reads it (comments after '#', ``qid:`` pairs skipped, indices
@@ -171,8 +175,10 @@ def _parse_svmlight(file: Path, n_features):
     labels, indptr, indices, values = [], [0], [], []
 
     def bad(number, what, raw):
+        text = raw.decode(errors="replace").rstrip()
+        text = text if len(text) <= 80 else text[:77] + "..."  # (a binary file: one long line)
         return ValueError(f"{str(file)!r}, line {number}: {what}: "
-                          f"{raw.decode(errors='replace').rstrip()!r}. Each line must read "
+                          f"{text!r}. Each line must read "
                           "'label index:value index:value ...' with ascending indices (a "
                           "'#' starts a comment).")
 
@@ -203,6 +209,9 @@ def _parse_svmlight(file: Path, n_features):
                 if index <= last or index < 0:
                     raise bad(number, "feature indices must be ascending, unique and >= 0",
                               raw)
+                if index >= _MAX_INDEX:
+                    raise bad(number, f"the feature index {index} is too large (at most "
+                                      f"{_MAX_INDEX - 1})", raw)
                 last = index
                 indices.append(index)
                 values.append(number_value)
