@@ -68,7 +68,7 @@ import jax.numpy as jnp
 
 from nsjax.losses import Hinge
 from nsjax.problem import is_traced
-from nsjax.solvers._options import solver_options
+from nsjax.solvers._options import Options, solver_options
 from nsjax.solvers.base import Core, Solver, count, counters
 from nsjax.solvers.svm_dual import (
     check_lipschitz_options,
@@ -173,12 +173,14 @@ class AGMEF(Solver):
     Args:
         scheme: "dual" (default: Sec. 5.1.2 / 5.3, AGM-EF on −D) or "primal" (Sec. 5.1.1,
             AGM-EF on the smoothed primal J_μ).
-        epsilon: the smoothing target ε > 0 (μ = 2nε, eq. 57): needed by "primal" (default
-            1e-6: its certified gap on J then stops near ε, so set ε below the accuracy you
-            want); optional for "dual" (None: no smoothing, Sec. 5.3).
-        gamma_d, gamma_u: Alg. 2's down and up factors of L (> 1).
-        spectral_norm_sq: σ_max(X)², if known; default a power-iteration estimate.
-        power_iterations: power iterations of that estimate.
+        epsilon: the smoothing target ε, a finite number > 0 (μ = 2nε, eq. 57), or None:
+            needed by "primal" (default 1e-6: its certified gap on J then stops near ε, so
+            set ε below the accuracy you want); optional for "dual" (None: no smoothing,
+            Sec. 5.3).
+        gamma_d, gamma_u: Alg. 2's down and up factors of L, finite numbers in (1, 1e6).
+        spectral_norm_sq: σ_max(X)², if known (a finite number > 0); default None: a
+            power-iteration estimate.
+        power_iterations: power iterations of that estimate, an int >= 1.
         prox_function: the primal scheme's prox-function on Q₂ for the hinge: "uniform"
             (d = ½‖α‖², the default) or "optimized" (paper 003 §5.6: d = ½Σ bᵢ²αᵢ² with
             bᵢ² = |xᵢᵀv*|, v* the top eigenvector of XᵀX by power iteration, floored at
@@ -216,21 +218,17 @@ class AGMEF(Solver):
     takes_constraints: ClassVar[bool] = True
 
     def __post_init__(self):
-        if self.scheme not in SCHEMES:
-            raise ValueError(f"scheme must be one of {SCHEMES}; got {self.scheme!r}. "
-                             "(Decreasing smoothness, Sec. 5.2, is nsjax.solvers.Pragam.)")
-        eps = self.epsilon
-        if eps is not None and (isinstance(eps, bool) or not isinstance(eps, (int, float))
-                                or not 0 < eps < float("inf")):
-            raise ValueError(f"epsilon must be a finite number > 0 or None; got {eps!r}.")
+        options = Options(self)
+        try:
+            options.choice("scheme", SCHEMES)
+        except ValueError as error:
+            raise type(error)(f"{error} (Decreasing smoothness, Sec. 5.2, is "
+                              "nsjax.solvers.Pragam.)") from None
+        options.real("epsilon", 0, low_open=True, none=True, example=1e-6)
         for name in ("gamma_d", "gamma_u"):
-            g = getattr(self, name)
-            if isinstance(g, bool) or not isinstance(g, (int, float)) or not 1 < g < 1e6:
-                raise ValueError(f"{name} must be a number > 1; got {g!r}.")
-        check_lipschitz_options(self.spectral_norm_sq, self.power_iterations)
-        if self.prox_function not in PROX_FUNCTIONS:
-            raise ValueError(f"prox_function must be one of {PROX_FUNCTIONS}; got "
-                             f"{self.prox_function!r}.")
+            options.real(name, 1, 1e6, low_open=True, high_open=True)
+        check_lipschitz_options(options)
+        options.choice("prox_function", PROX_FUNCTIONS)
 
     @property
     def optimized(self) -> bool:

@@ -62,14 +62,18 @@ from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from nsjax.problem import is_traced
 from nsjax.results import RESULTS
-from nsjax.solvers._options import solver_options
+from nsjax.solvers._options import Options, check_fits, solver_options, weights_of
 from nsjax.solvers.base import Core, Solver, converged, count, counters
 from nsjax.solvers.bias import bias_cut
 from nsjax.solvers.line_search import ExactLineSearch
 from nsjax.solvers.simplex_qp import solve_simplex_qp
+
+#: The values of `BMRM.line_search`.
+LINE_SEARCHES = ("none", "exact")
 
 #: OCAS's step past the line-search optimum towards the model's minimizer, for the next cut.
 OCAS_MU = 0.1
@@ -172,29 +176,34 @@ class BMRM(Solver):
     """qp-BMRM (paper 001, Alg. 1), optionally with the exact line search of paper 000.
 
     Args:
-        capacity: number of cuts kept on the device (see the module docstring when full).
+        capacity: number of cuts kept on the device (see the module docstring when full),
+            an int >= 2 (and <= 2**31 - 1); `check` refuses, before compiling, a capacity
+            whose capacity × d cuts and capacity² Gram matrices do not fit in the
+            machine's memory (`nbytes`).
         line_search: "none" (plain BMRM: w_{t+1} is the model's minimizer) or "exact"
             (OCAS-like ls-BMRM, paper 000 Sec. 7.4: exact line search from the current
             iterate towards the model's minimizer, cut taken just past the line's optimum;
             needs a loss that gives its lines).
-        qp_iterations: accelerated projected-gradient iterations of the inner QP per step,
-            followed by an exact polish on the support (`simplex_qp.py`). They only guess
-            the support for the polish: 50 gave the same steps and optima as 300 on issue
-            9's problems, in 1/2.7 of the time (qp-BMRM) and 1/2 (the Hybrid); 10 the same
-            steps as 50 on digits, Letter-like and sparse binary problems, each step 10–30 %
-            faster where the QP is a large part of it (``benchmarks/qp_iterations.py``).
+        qp_iterations: accelerated projected-gradient iterations of the inner QP per step
+            (an int >= 1), followed by an exact polish on the support (`simplex_qp.py`).
+            They only guess the support for the polish: 50 gave the same steps and optima
+            as 300 on issue 9's problems, in 1/2.7 of the time (qp-BMRM) and 1/2 (the
+            Hybrid); 10 the same steps as 50 on digits, Letter-like and sparse binary
+            problems, each step 10–30 % faster where the QP is a large part of it
+            (``benchmarks/qp_iterations.py``).
         merge: the share of a full bundle's cuts merged into one when every cut is active
-            (those with the smallest α; at least two). 1 merges the whole bundle: the
-            model starts over from one cut, and until the bundle fills again each step
-            reads fewer cuts. On digits' Crammer–Singer at λ = 1e-5, whose optimal model has
-            ~137 active cuts, the OCAS-like BMRM took 1,720 steps to 1e-3 (2.09 s) with 1,
-            978 (1.12 s) with 1/8, 1,256 with 1/2 and 1,159 with 1/4; where the bundle
-            seldom fills before the target, 1/8 costs up to ~10 % more time
-            (``benchmarks/bundle_capacity.py``, RESULTS.md).
-        proximity: with ``line_search="exact"``, the weight τ = proximity · λ of a proximity
-            term τ/2 ‖w − w_t‖² added to the model whose minimizer the line search heads
-            for (module docstring: Proximity). ``None``: `PROXIMITY` (1.5) with the exact
-            line search, 0 (plain BMRM) without it; 0 is paper 000's OCAS-like BMRM.
+            (those with the smallest α; at least two), a finite number in (0, 1]. 1 merges
+            the whole bundle: the model starts over from one cut, and until the bundle
+            fills again each step reads fewer cuts. On digits' Crammer–Singer at
+            λ = 1e-5, whose optimal model has ~137 active cuts, the OCAS-like BMRM took
+            1,720 steps to 1e-3 (2.09 s) with 1, 978 (1.12 s) with 1/8, 1,256 with 1/2 and
+            1,159 with 1/4; where the bundle seldom fills before the target, 1/8 costs up
+            to ~10 % more time (``benchmarks/bundle_capacity.py``, RESULTS.md).
+        proximity: a finite number >= 0, or None. With ``line_search="exact"``, the weight
+            τ = proximity · λ of a proximity term τ/2 ‖w − w_t‖² added to the model whose
+            minimizer the line search heads for (module docstring: Proximity). ``None``:
+            `PROXIMITY` (1.5) with the exact line search, 0 (plain BMRM) without it; 0 is
+            paper 000's OCAS-like BMRM.
 
     Stops on the certified gap ε_t ≤ tol · max(1, |J|). Its iterates are not monotone in
     J; `solve` returns the best (``sol.history.best`` is the best-so-far curve).
@@ -218,24 +227,17 @@ class BMRM(Solver):
     supports_bias: ClassVar[bool] = True
 
     def __post_init__(self):
-        if not (isinstance(self.capacity, int) and self.capacity >= 2):
-            raise ValueError(f"capacity must be an int >= 2; got {self.capacity!r}.")
-        if self.line_search not in ("none", "exact"):
-            raise ValueError(f"line_search must be 'none' or 'exact'; got {self.line_search!r}.")
-        if not (isinstance(self.qp_iterations, int) and self.qp_iterations >= 1):
-            raise ValueError(f"qp_iterations must be an int >= 1; got {self.qp_iterations!r}.")
-        if not (isinstance(self.merge, (int, float)) and 0 < self.merge <= 1):
-            raise ValueError(f"merge must be a share in (0, 1] of the capacity; got "
-                             f"{self.merge!r}.")
-        if self.proximity is not None:
-            if not (isinstance(self.proximity, (int, float)) and not isinstance(
-                    self.proximity, bool) and 0 <= self.proximity < float("inf")):
-                raise ValueError(f"proximity must be a finite number >= 0 (τ/λ) or None; got "
-                                 f"{self.proximity!r}.")
-            if self.proximity > 0 and self.line_search != "exact":
-                raise ValueError("proximity > 0 needs line_search='exact': the proximity "
-                                 "term is centred on the line search's iterate (plain "
-                                 "BMRM moves to the model's minimizer).")
+        options = Options(self)
+        options.int("capacity", low=2)
+        line_search = options.choice("line_search", LINE_SEARCHES)
+        options.int("qp_iterations", low=1)
+        options.real("merge", 0, 1, low_open=True,
+                     rule="a share in (0, 1] of the capacity (a finite number)")
+        proximity = options.real("proximity", 0, none=True, example=PROXIMITY)
+        if proximity is not None and proximity > 0 and line_search != "exact":
+            raise ValueError(f"{options.owner}: proximity > 0 needs line_search='exact': the "
+                             "proximity term is centred on the line search's iterate (plain "
+                             "BMRM moves to the model's minimizer).")
 
     @property
     def tau_over_lam(self) -> float:
@@ -245,9 +247,36 @@ class BMRM(Solver):
         return float(self.proximity)
 
     def check(self, problem):
+        """Refuse, before compiling, a problem without the L2 regularizer (or without lines,
+        for the exact line search), and a ``capacity`` whose bundle does not fit in the
+        memory of the machine (`nbytes`)."""
         check_bundle_problem(problem, "BMRM")
         if self.line_search == "exact":
             ExactLineSearch().check(problem)
+        self.check_memory(problem)
+
+    def nbytes(self, problem, capacity=None) -> int:
+        """The bytes of the bundle for ``problem`` (with ``capacity`` slots, default this
+        one's): c·D numbers in the problem's dtype for c cuts of its D weights, and 5·c² +
+        8·c in `bundle_dtype` for the Gram matrix Q, its copies in the QP (the masked Q,
+        the polish's KKT system and its factors, the merged Q of an aggregation) and the
+        slots' vectors: what XLA allocates for a BMRM run, to 5 % (c² ≫ D: the 5·c²)."""
+        c = self.capacity if capacity is None else capacity
+        D, _ = weights_of(problem)
+        wide = np.dtype(bundle_dtype(problem.dtype)).itemsize
+        return np.dtype(problem.dtype).itemsize * c * D + wide * (5 * c * c + 8 * c)
+
+    def check_memory(self, problem, reserved=(0, ""), owner=None):
+        """The size check of `check`, with ``reserved`` = (bytes, what) taken by other
+        buffers (the hybrid's subLBFGS memory); ``owner``: the solver named in the
+        message (default this class)."""
+        D, dtype = weights_of(problem)
+        c, wide = self.capacity, np.dtype(bundle_dtype(problem.dtype)).name
+        check_fits(owner or type(self).__name__, "capacity", c,
+                   lambda k: self.nbytes(problem, k),
+                   f"{c} x {D} {dtype} numbers for the cuts of this problem's {D} weights and "
+                   f"5 x {c}^2 {wide} numbers for their Gram matrix and its copies in the QP",
+                   low=2, reserved=reserved)
 
     def init(self, problem, w0) -> BundleState:
         w0, S, value, a, b = self.cut(problem, w0, problem.scores(w0))

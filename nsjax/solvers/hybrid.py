@@ -49,8 +49,9 @@ from typing import ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from nsjax.problem import MAX_STEPS
 from nsjax.results import RESULTS
-from nsjax.solvers._options import solver_options
+from nsjax.solvers._options import Options, solver_options
 from nsjax.solvers.base import Core, Solver, count, counters
 from nsjax.solvers.bmrm import (
     BMRM,
@@ -61,6 +62,7 @@ from nsjax.solvers.bmrm import (
     no_cut,
     terminate_bundle,
 )
+from nsjax.solvers.line_search import ExactLineSearch
 from nsjax.solvers.sublbfgs import PendingUpdate, SubLBFGS, SubQNState, certify_at_end
 
 
@@ -83,18 +85,22 @@ class Hybrid(Solver):
     closed by the bundle method. See the module docstring for the switch rule.
 
     Args:
-        sublbfgs: the phase-1 solver; its ``certify`` option also decides whether the
-            hybrid ends with the loss's tight certificate where the gap is still open.
-        bmrm: the phase-2 solver; its ``capacity`` is also the number of phase-1 cuts kept
-            (``keep_cuts``). With ``line_search="exact"`` on a loss without lines, plain
-            qp-BMRM is used.
-        window: steps over which subLBFGS's pace (decrease of J per step) is measured.
+        sublbfgs: the phase-1 solver, a `SubLBFGS` (or `SubBFGS`); its ``certify`` option
+            also decides whether the hybrid ends with the loss's tight certificate where
+            the gap is still open.
+        bmrm: the phase-2 solver, a `BMRM`; its ``capacity`` is also the number of phase-1
+            cuts kept (``keep_cuts``). With ``line_search="exact"`` on a loss without
+            lines, plain qp-BMRM is used. `check` refuses, before compiling, a subLBFGS
+            memory and a capacity whose buffers do not fit in the machine's memory
+            together.
+        window: steps over which subLBFGS's pace (decrease of J per step) is measured, an
+            int >= 1 and <= 10,000,000 (`nsjax.solve`'s largest ``max_steps``).
         horizon: switch when, at that pace, J would need more than this many steps to
-            fall by the current certified gap.
+            fall by the current certified gap: a finite number > 0.
         keep_cuts: start phase 2's bundle with phase 1's cuts too (off: from the cut at
-            the switch only; see the module docstring).
+            the switch only; see the module docstring). True or False.
         min_sublbfgs_steps: phase-1 steps taken before the pace rule may switch (a failed
-            subLBFGS step switches at once).
+            subLBFGS step switches at once), an int >= 0.
 
     Example:
         >>> import nsjax
@@ -119,19 +125,14 @@ class Hybrid(Solver):
     supports_bias: ClassVar[bool] = True
 
     def __post_init__(self):
-        if not isinstance(self.sublbfgs, SubLBFGS):
-            raise TypeError(f"sublbfgs must be a SubLBFGS (or SubBFGS); got {self.sublbfgs!r}.")
-        if not isinstance(self.bmrm, BMRM):
-            raise TypeError(f"bmrm must be a BMRM; got {self.bmrm!r}.")
-        if not (isinstance(self.window, int) and self.window >= 1):
-            raise ValueError(f"window must be an int >= 1; got {self.window!r}.")
-        if not self.horizon > 0:
-            raise ValueError(f"horizon must be > 0; got {self.horizon!r}.")
-        if not isinstance(self.keep_cuts, bool):
-            raise TypeError(f"keep_cuts must be True or False; got {self.keep_cuts!r}.")
-        if not (isinstance(self.min_sublbfgs_steps, int) and self.min_sublbfgs_steps >= 0):
-            raise ValueError("min_sublbfgs_steps must be an int >= 0; got "
-                             f"{self.min_sublbfgs_steps!r}.")
+        options = Options(self)
+        options.instance("sublbfgs", SubLBFGS, example=SubLBFGS())
+        options.instance("bmrm", BMRM, example=BMRM(line_search="exact"))
+        # A longer window than any run never measures a pace (the rule would never fire).
+        options.int("window", low=1, high=MAX_STEPS)
+        options.real("horizon", 0, low_open=True, rule="> 0 (a finite number of steps)")
+        options.bool("keep_cuts")
+        options.int("min_sublbfgs_steps", low=0)
 
     def bundle_solver(self, problem) -> BMRM:
         """The phase-2 solver on ``problem``."""
@@ -140,10 +141,19 @@ class Hybrid(Solver):
         return self.bmrm
 
     def check(self, problem):
+        """Refuse, before compiling, what either phase refuses, and buffers that do not fit
+        in the memory of the machine together: subLBFGS's memory
+        (`nsjax.solvers.LBFGSMemory.nbytes`) and the bundle (`BMRM.nbytes`)."""
         check_bundle_problem(problem, "Hybrid (its phase 2 is BMRM; SubLBFGS() has no such "
                                       "need)")
-        self.sublbfgs.check(problem)
-        self.bundle_solver(problem).check(problem)
+        sub, bmrm = self.sublbfgs, self.bundle_solver(problem)
+        sub.line_search_for(problem).check(problem)
+        sub.check_memory(problem, owner=f"Hybrid(sublbfgs={type(sub).__name__}(...))")
+        if bmrm.line_search == "exact":
+            ExactLineSearch().check(problem)
+        bmrm.check_memory(problem, (sub.quasi_newton_memory().nbytes(problem),
+                                    "the subLBFGS phase's memory"),
+                          owner="Hybrid(bmrm=BMRM(...))")
 
     def init(self, problem, w0) -> HybridState:
         sub = self.sublbfgs.init(problem, w0)

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from nsjax.fused_sum import fused_reduce
+from nsjax.solvers._options import Options, check_choice, check_constants
 from nsjax.solvers.envelope import envelope_kinks
 
 
@@ -28,7 +29,7 @@ class ExactLineSearch:
     problem's `Line` (the loss's lines and the regularizer's pieces).
 
     Args:
-        bracket: "auto", "sort" or "bisect" (see `exact_line_search`).
+        bracket: "auto", "sort", "bisect" or "multisect" (see `exact_line_search`).
 
     Example:
         >>> import nsjax
@@ -38,7 +39,7 @@ class ExactLineSearch:
     bracket: str = "auto"
 
     def __post_init__(self):
-        _check_bracket(self.bracket)
+        Options(self).choice("bracket", BRACKETS)
 
     def check(self, problem):
         """Refuse a problem whose loss gives no lines."""
@@ -59,8 +60,8 @@ class WolfeLineSearch:
     """A step satisfying the subgradient Wolfe conditions (16) of paper 000, for any loss.
 
     Args:
-        c1, c2: 0 < c1 < c2 < 1.
-        max_evals: cap on trial steps.
+        c1, c2: the constants of (16), finite numbers with 0 < c1 < c2 < 1.
+        max_evals: cap on trial steps, an int >= 1 (and <= 2**31 - 1).
 
     Example:
         >>> import nsjax
@@ -72,8 +73,11 @@ class WolfeLineSearch:
     max_evals: int = 50
 
     def __post_init__(self):
-        if not 0 < self.c1 < self.c2 < 1:
-            raise ValueError(f"need 0 < c1 < c2 < 1; got c1={self.c1}, c2={self.c2}.")
+        options = Options(self)
+        c1 = options.real("c1", 0, 1, low_open=True, high_open=True)
+        c2 = options.real("c2", 0, 1, low_open=True, high_open=True)
+        check_constants(options.owner, c1, c2)
+        options.int("max_evals", low=1)
 
     def check(self, problem):
         """Every problem has Φ and sup ∂Φ: nothing to refuse."""
@@ -201,10 +205,12 @@ def auto_bracket(shape, dtype) -> str:
     return "bisect" if wide and r == 2 and n >= BISECT_FROM else "multisect"
 
 
+#: The brackets of `exact_line_search`.
+BRACKETS = ("auto", "sort", "bisect", "multisect")
+
+
 def _check_bracket(bracket):
-    if bracket not in ("auto", *_BRACKETS):
-        raise ValueError(f"bracket must be 'auto', 'sort', 'bisect' or 'multisect'; got "
-                         f"{bracket!r}.")
+    check_choice(bracket, "bracket", "exact_line_search", BRACKETS)
 
 
 def _bracket_by_sort(eta, jump, rows, c, h):

@@ -13,6 +13,12 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from nsjax.solvers._options import Options, check_fits, weights_of
+
+#: How `LBFGSMemory` computes B v (see there).
+FORMS = ("auto", "two-loop", "compact")
 
 #: sᵀy must exceed this many machine epsilons times ‖s‖ ‖y‖ for an update to be taken.
 CURVATURE_EPS = 16.0
@@ -42,6 +48,13 @@ class LBFGSMemory:
     ``scaling=False`` keeps B₀ = I (Alg. 1) instead of the secant scaling: on small, very
     nonsmooth problems the ratio sᵀy / yᵀy jumps with every kink crossed and shrinks steps.
 
+    Args:
+        m: the number of pairs kept, an int >= 1 (and <= 2**31 - 1); `check` refuses, before
+            anything is allocated, an m whose 2·m·d numbers do not fit in memory.
+        scaling: True or False (not 1 or "yes"): the secant scaling B₀ = (sᵀy / yᵀy) I, or
+            B₀ = I.
+        form: "auto", "two-loop" or "compact" (below).
+
     ``form`` says how B v is computed: "two-loop" (`apply_two_loop`, 4m dependent vector
     operations), "compact" (`apply_compact`, two products with the memories and a small
     triangular solve; its update keeps SᵀY and YᵀY, one more pass over the memories), or
@@ -58,13 +71,30 @@ class LBFGSMemory:
     form: str = "auto"
 
     def __post_init__(self):
-        if not (isinstance(self.m, int) and self.m >= 1):
-            raise ValueError(f"memory must be an int >= 1; got {self.m!r}.")
-        if self.form not in ("auto", "two-loop", "compact"):
-            raise ValueError(f"form must be 'auto', 'two-loop' or 'compact'; got {self.form!r}.")
+        options = Options(self)
+        options.int("m", low=1)
+        options.bool("scaling")
+        options.choice("form", FORMS)
 
-    def check(self, problem):
-        """Any weight shape works."""
+    def nbytes(self, problem, m=None) -> int:
+        """The bytes of the memory for ``problem`` (with ``m`` pairs; default this one's):
+        2·m·D numbers for the pairs (s, y) of its D weights, 2·m² for the products SᵀY,
+        YᵀY and m for ρ, in the problem's dtype (what XLA allocates for the memory of a
+        SubLBFGS run, to 1 %)."""
+        m = self.m if m is None else m
+        D, _ = weights_of(problem)
+        return np.dtype(problem.dtype).itemsize * (2 * m * D + 2 * m * m + m)
+
+    def check(self, problem, owner=None, option=None, reserved=(0, "")):
+        """Refuse (ValueError, before anything is allocated) an ``m`` whose pairs do not fit
+        in the memory of the machine (`nsjax.solvers._options.check_fits`), naming the
+        ``option`` of the solver ``owner`` that set it. Any weight shape works."""
+        D, dtype = weights_of(problem)
+        m = self.m
+        check_fits(owner or type(self).__name__, option or "m", m,
+                   lambda k: self.nbytes(problem, k),
+                   f"2 x {m} x {D} + 2 x {m}^2 {dtype} numbers for this problem's {D} "
+                   "weights (the pairs (s, y) and their products)", low=1, reserved=reserved)
 
     def init(self, w):
         """The empty memory (B = I) for weights shaped like w."""
@@ -201,11 +231,23 @@ class DenseBFGSState(NamedTuple):
 class DenseBFGSMemory:
     """Full-matrix B for subBFGS (Alg. 1 of paper 000), for small d; w must be 1-D."""
 
-    def check(self, problem):
-        """Refuse (d, K) weights: B would be a (d·K)² matrix."""
+    def nbytes(self, problem) -> int:
+        """The bytes of B for ``problem``: 3·d² numbers in its dtype for d weights (B, its
+        update and a working copy: what XLA allocates for a SubBFGS run, to 5 %)."""
+        D, _ = weights_of(problem)
+        return 3 * np.dtype(problem.dtype).itemsize * D * D
+
+    def check(self, problem, owner="SubBFGS", option="memory", reserved=(0, "")):
+        """Refuse (d, K) weights (B would be a (d·K)² matrix), and d whose d × d matrices
+        do not fit in the memory of the machine (`nsjax.solvers._options.check_fits`)."""
         if len(problem.w_shape) != 1:
             raise ValueError("SubBFGS keeps a dense (d, d) matrix and needs 1-D weights; use "
                              "SubLBFGS for multiclass or multilabel problems.")
+        D, dtype = weights_of(problem)
+        check_fits(owner, option, self, lambda _: self.nbytes(problem),
+                   f"3 x {D}^2 {dtype} numbers for this problem's {D} weights (the dense "
+                   "matrix B, its update and a working copy)", reserved=reserved,
+                   instead="use SubLBFGS, whose memory of m pairs keeps 2 x m x d numbers")
 
     def init(self, w):
         """The empty memory (B = I) for weights shaped like w."""

@@ -108,7 +108,7 @@ import jax.numpy as jnp
 
 from nsjax.regularizers import min_norm_subgradient, orthant, project_orthant, soft_threshold
 from nsjax.results import RESULTS
-from nsjax.solvers._options import solver_options
+from nsjax.solvers._options import Options, solver_options
 from nsjax.solvers.base import Core, Solver, check_l1_problem, converged, count, counters
 
 #: Rounding allowance of the acceptance tests φ ≤ Γ, in units of eps·|φ(w)|.
@@ -360,21 +360,25 @@ class OBA(Solver):
 
     Args:
         eta: η of τ⁰ = max(1, ⌊η n⌋), the initial cap on the number of zero variables
-            released per step (Sec. 4: 0.01), in (0, 1).
-        cg_tol: the relative residual ‖Hd + g‖∞/‖g‖∞ at which CG stops (Sec. 4: 0.1).
-        max_cg: cap on CG iterations per solve of (10).
-        hessian_shift: δ of H = ∇²f + δI (Sec. 4: 1e-8), ≥ 0.
+            released per step (Sec. 4: 0.01), a finite number in (0, 1).
+        cg_tol: the relative residual ‖Hd + g‖∞/‖g‖∞ at which CG stops (Sec. 4: 0.1), a
+            finite number in (0, 1).
+        max_cg: cap on CG iterations per solve of (10), an int >= 1.
+        hessian_shift: δ of H = ∇²f + δI (Sec. 4: 1e-8), a finite number >= 0.
         max_corrections: cap on the re-solves of (10) per corrective cycle (module
-            docstring).
-        max_backtracks: cap on the halvings of the projected model search.
-        ista_eps: ε of Algorithm 2 (Sec. 4: 1e-4): ᾱ below it is set to 0.
-        lipschitz: L of the ISTA step and of Γ (eq. 14); None estimates it at init (module
-            docstring). Doubled during the run where it proves too small.
-        power_iterations: Hessian-vector products of the estimate of L.
-        lipschitz_safety: factor on the power-iteration estimate of L (≥ 1).
+            docstring), an int >= 0 (0: no corrective cycle).
+        max_backtracks: cap on the halvings of the projected model search, an int >= 1.
+        ista_eps: ε of Algorithm 2 (Sec. 4: 1e-4): ᾱ below it is set to 0; a finite number
+            in (0, 1).
+        lipschitz: L of the ISTA step and of Γ (eq. 14), a finite number > 0; None
+            estimates it at init (module docstring). Doubled during the run where it proves
+            too small.
+        power_iterations: Hessian-vector products of the estimate of L, an int >= 1.
+        lipschitz_safety: factor on the power-iteration estimate of L, a finite
+            number >= 1.
         jacobi: precondition CG by the diagonal of H (module docstring; a departure from
             the paper's plain CG). Applies where the loss gives its curvature (logistic,
-            squared); plain CG otherwise.
+            squared); plain CG otherwise. True or False.
 
     Stops on the certified gap J(w) − D(s u) ≤ tol·max(1, |J|) with u = ∇R(Xw) (module
     docstring), or with `RESULTS.stalled` at a precision floor (module docstring).
@@ -410,42 +414,20 @@ class OBA(Solver):
     jacobi: bool = True
 
     def __post_init__(self):
-        def whole(name, least):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"{name} must be an int >= {least}; got {value!r}.")
-
-        def real(name):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"{name} must be a real number; got {value!r}.")
-            return float(value)
-
+        options = Options(self)
         for name in ("max_cg", "max_backtracks", "power_iterations"):
-            whole(name, 1)
-        whole("max_corrections", 0)  # 0: no corrective cycle (an ablation)
-        if not isinstance(self.jacobi, bool):
-            raise ValueError(f"jacobi must be True or False; got {self.jacobi!r}.")
-        if not 0 < real("eta") < 1:
-            raise ValueError(f"eta must be in (0, 1) (the paper uses 0.01); got {self.eta!r}.")
-        if not 0 < real("cg_tol") < 1:
-            raise ValueError(f"cg_tol must be in (0, 1) (the paper uses 0.1); got "
-                             f"{self.cg_tol!r}.")
-        if not 0 <= real("hessian_shift") < float("inf"):
-            raise ValueError(f"hessian_shift must be finite and >= 0 (the paper uses 1e-8); "
-                             f"got {self.hessian_shift!r}.")
-        if not 0 < real("ista_eps") < 1:
-            raise ValueError(f"ista_eps must be in (0, 1) (the paper uses 1e-4); got "
-                             f"{self.ista_eps!r}.")
-        if self.lipschitz is not None and not 0 < real("lipschitz") < float("inf"):
-            raise ValueError(f"lipschitz must be None (estimated) or finite and > 0; got "
-                             f"{self.lipschitz!r}.")
-        if not 1 <= real("lipschitz_safety") < float("inf"):
-            raise ValueError(f"lipschitz_safety must be finite and >= 1; got "
-                             f"{self.lipschitz_safety!r}.")
+            options.int(name, low=1)
+        options.int("max_corrections", low=0)  # 0: no corrective cycle (an ablation)
+        options.bool("jacobi")
+        options.real("eta", 0, 1, low_open=True, high_open=True)
+        options.real("cg_tol", 0, 1, low_open=True, high_open=True)
+        options.real("hessian_shift", 0)
+        options.real("ista_eps", 0, 1, low_open=True, high_open=True)
+        options.real("lipschitz", 0, low_open=True, none=True, example=1.0)
+        options.real("lipschitz_safety", 1)
 
     def check(self, problem):
-        check_l1_problem(problem, "OBA")
+        check_l1_problem(problem, type(self).__name__)
 
     # -- the algorithm ----------------------------------------------------------------
     def init(self, problem, w0) -> OBAState:

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 
 from nsjax.regularizers import min_norm_subgradient, orthant, project_orthant
 from nsjax.results import RESULTS
-from nsjax.solvers._options import solver_options
+from nsjax.solvers._options import Options, solver_options
 from nsjax.solvers.base import (
     STALL_WINDOW,
     Core,
@@ -114,18 +114,24 @@ class OWLQN(Solver):
     elastic net (with L2 alone it is L-BFGS with a backtracking search).
 
     Args:
-        memory: number m of (s, y) pairs of the smooth part kept.
-        c1: the sufficient-decrease constant γ of the backtracking search.
-        max_halvings: cap on trial points per step (then ``linesearch_failed``).
+        memory: number m of (s, y) pairs of the smooth part kept, an int >= 1 (and
+            <= 2**31 - 1); `check` refuses, before compiling, an m whose 2·m·d numbers do
+            not fit in the machine's memory.
+        c1: the sufficient-decrease constant γ of the backtracking search, a finite number
+            in (0, 1).
+        max_halvings: cap on trial points per step (then ``linesearch_failed``), an int
+            >= 1.
         stall_tol: stop (``stalled``) when J's relative decrease averaged over the last 5
             steps is below this (0: when J stopped decreasing; decreases are resolved below
-            J's rounding): Andrew and Gao's rule, here a fallback behind the gap. Their
-            1e-5 (paper 000, Sec. 7.3), or even 1e-12, stops before the certified gap
-            closes: the gap of the scaled gradient shrinks like ‖◇‖·‖w‖, the square root
-            of J's error.
+            J's rounding): Andrew and Gao's rule, here a fallback behind the gap. A finite
+            number >= 0. Their 1e-5 (paper 000, Sec. 7.3), or even 1e-12, stops before the
+            certified gap closes: the gap of the scaled gradient shrinks like ‖◇‖·‖w‖, the
+            square root of J's error.
         random_subgradient: OWL-QNr (paper 000, Sec. 7.3): start from a random subgradient
-            instead of the pseudo-gradient (a robustness experiment, not for use).
-        seed: the seed of ``random_subgradient``.
+            instead of the pseudo-gradient (a robustness experiment, not for use). True or
+            False.
+        seed: the seed of ``random_subgradient``, an int (any that `jax.random.key` takes:
+            between -2**63 and 2**63 - 1).
 
     Stops on the certified gap J(w) − D(s u) ≤ tol·max(1, |J|) (module docstring).
 
@@ -147,19 +153,20 @@ class OWLQN(Solver):
     seed: int = 0
 
     def __post_init__(self):
-        if not (isinstance(self.memory, int) and self.memory >= 1):
-            raise ValueError(f"memory must be an int >= 1; got {self.memory!r}.")
-        if not 0 < self.c1 < 1:
-            raise ValueError(f"c1 must be in (0, 1); got {self.c1!r}.")
-        if not (isinstance(self.max_halvings, int) and self.max_halvings >= 1):
-            raise ValueError(f"max_halvings must be an int >= 1; got {self.max_halvings!r}.")
-        if not self.stall_tol >= 0:
-            raise ValueError(f"stall_tol must be >= 0; got {self.stall_tol!r}.")
-        if not isinstance(self.seed, int):
-            raise ValueError(f"seed must be an int; got {self.seed!r}.")
+        options = Options(self)
+        options.int("memory", low=1)
+        options.real("c1", 0, 1, low_open=True, high_open=True)
+        options.int("max_halvings", low=1)
+        options.real("stall_tol", 0)
+        options.bool("random_subgradient")
+        options.int("seed", low=-(2**63), high=2**63 - 1)  # what jax.random.key takes
 
     def check(self, problem):
+        """Refuse, before compiling, a problem that is not a smooth loss + an L1 part, and a
+        ``memory`` whose 2·m·d numbers do not fit in the machine's memory
+        (`nsjax.solvers.LBFGSMemory.nbytes`)."""
         check_l1_problem(problem, type(self).__name__)
+        self.quasi_newton_memory().check(problem, type(self).__name__, "memory")
 
     def quasi_newton_memory(self):
         """The L-BFGS memory of the smooth part."""

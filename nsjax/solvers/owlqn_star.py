@@ -18,7 +18,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from nsjax.regularizers import min_norm_subgradient, orthant
-from nsjax.solvers._options import solver_options
+from nsjax.solvers._options import Options, solver_options
 from nsjax.solvers.direction import find_direction
 from nsjax.solvers.owlqn import OWLQN, OWLQNState
 
@@ -28,8 +28,9 @@ class OWLQNStar(OWLQN):
     """OWL-QN* (paper 000, Sec. 7.3): OWL-QN whose direction comes from Algorithm 2.
 
     Args:
-        eps: the direction-finding tolerance ε on the model gap (Alg. 2; Sec. 7: 1e-5).
-        k_max: cap on direction-finding iterations per step.
+        eps: the direction-finding tolerance ε on the model gap (Alg. 2; Sec. 7: 1e-5), a
+            finite number > 0.
+        k_max: cap on direction-finding iterations per step, an int >= 1.
         memory, c1, max_halvings, stall_tol, random_subgradient, seed: as `OWLQN`
             (``random_subgradient=True`` is OWL-QN*r).
 
@@ -51,9 +52,9 @@ class OWLQNStar(OWLQN):
 
     def __post_init__(self):
         super().__post_init__()
-        if not (self.eps > 0 and isinstance(self.k_max, int) and self.k_max >= 1):
-            raise ValueError(f"need eps > 0 and an int k_max >= 1; got {self.eps!r}, "
-                             f"{self.k_max!r}.")
+        options = Options(self)
+        options.real("eps", 0, low_open=True)
+        options.int("k_max", low=1)
 
     def direction(self, problem, state: OWLQNState, g):
         """Algorithm 2 from g = g_reg + Xᵀu, with B the smooth part's L-BFGS memory."""

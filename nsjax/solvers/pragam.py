@@ -60,7 +60,7 @@ import jax.numpy as jnp
 
 from nsjax.losses.chain import ChainHinge
 from nsjax.solvers import chain_dual
-from nsjax.solvers._options import solver_options
+from nsjax.solvers._options import Options, solver_options
 from nsjax.solvers.base import Core, Solver, count, counters
 from nsjax.solvers.svm_dual import (
     check_lipschitz_options,
@@ -114,11 +114,11 @@ class Pragam(Solver):
     on a problem with ``bias=True``; M³N on chains (`nsjax.losses.ChainHinge`, App. E).
 
     Args:
-        spectral_norm_sq: σ_max(X)², if known (then L = σ²/λ exactly, as in eq. 26);
-            default None: a power-iteration estimate, raised by backtracking (module
-            docstring). Independent of λ, so one value serves a whole sweep.
+        spectral_norm_sq: σ_max(X)², if known, a finite number > 0 (then L = σ²/λ exactly,
+            as in eq. 26); default None: a power-iteration estimate, raised by backtracking
+            (module docstring). Independent of λ, so one value serves a whole sweep.
         power_iterations: power iterations of the estimate of σ_max(X)² (two products
-            with X each, at init).
+            with X each, at init), an int >= 1.
 
     Stops on the certified gap J(w_k) − max_{k'≤k} D(α_{k'}) ≤ tol·max(1, |J|). Its steps
     are cheap (three products with X or Xᵀ) but many: O(√(L/ε)) of them, thousands at
@@ -148,7 +148,7 @@ class Pragam(Solver):
                             "σ₂ = 1")
 
     def __post_init__(self):
-        check_lipschitz_options(self.spectral_norm_sq, self.power_iterations)
+        check_lipschitz_options(Options(self))
 
     def check(self, problem):
         adjoint_of(problem).check(problem, "Pragam")

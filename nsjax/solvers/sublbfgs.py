@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from nsjax.results import RESULTS
-from nsjax.solvers._options import solver_options
+from nsjax.solvers._options import Options, check_constants, int_rule, solver_options
 from nsjax.solvers.base import (
     STALL_WINDOW,
     Core,
@@ -51,6 +51,10 @@ class PendingUpdate(NamedTuple):
     restart: jax.Array
 
 
+#: The line searches `SubLBFGS` takes by name.
+LINE_SEARCHES = ("auto", "exact", "wolfe")
+
+
 class SubQNState(NamedTuple):
     core: Core  # w_t, J(w_t), the dual value of this step's ū, counters
     S: jax.Array  # scores X w, updated as S + η X p (no extra matvec)
@@ -68,15 +72,20 @@ class SubLBFGS(Solver):
     """subLBFGS (paper 000, Alg. 1 with the L-BFGS memory of Sec. 2.5).
 
     Args:
-        memory: number m of (s, y) pairs kept (Sec. 7.1: m = 15), or a memory object
-            (`LBFGSMemory(m, scaling)`, or `DenseBFGSMemory()`, which is `SubBFGS`).
-        eps: direction-finding tolerance ε on the model gap ε⁽ⁱ⁾ (Alg. 2; Sec. 7: 1e-5).
-        k_max: cap on direction-finding iterations per step (Alg. 2).
+        memory: number m of (s, y) pairs kept (Sec. 7.1: m = 15), an int >= 1 (and
+            <= 2**31 - 1; `check` refuses, before compiling, an m whose 2·m·d numbers do
+            not fit in the machine's memory), or a memory object (`LBFGSMemory(m, scaling)`,
+            or `DenseBFGSMemory()`, which is `SubBFGS`).
+        eps: direction-finding tolerance ε on the model gap ε⁽ⁱ⁾ (Alg. 2; Sec. 7: 1e-5), a
+            finite number > 0.
+        k_max: cap on direction-finding iterations per step (Alg. 2), an int >= 1.
         line_search: "exact" (Alg. 3 generalised; losses with lines), "wolfe" (16), "auto"
             (exact where possible), or an `ExactLineSearch` / `WolfeLineSearch` object.
-        c1, c2: the subgradient Wolfe constants of (16), for "wolfe" and "auto".
+        c1, c2: the subgradient Wolfe constants of (16), for "wolfe" and "auto": finite
+            numbers with 0 < c1 < c2 < 1.
         stall_tol: stop (RESULTS.stalled) when J's relative decrease averaged over the last
-            5 steps is below this (the paper's rule, Sec. 7, footnote 6).
+            5 steps is below this (the paper's rule, Sec. 7, footnote 6), a finite
+            number >= 0.
         scaling: for an int ``memory``: start B from B₀ = (sᵀy / yᵀy) I
             (Nocedal and Wright); False keeps B₀ = I as Alg. 1 does, which behaves better
             when memory is large and the problem small and very nonsmooth.
@@ -87,6 +96,10 @@ class SubLBFGS(Solver):
             without a certified gap ≤ tol, spend at most 4 · (2 · 50 + 3) products with X or
             Xᵀ on one tighter dual point (`nsjax.losses.hinge_certificate`; counted in
             stats["matvecs"]).
+
+    ``scaling``, ``certified_subgradient`` and ``certify`` are True or False (not 1 or
+    "yes"). A bad option raises at construction: a TypeError (also a ValueError) for a
+    wrong type, a ValueError for a value out of range, both naming the option.
 
     Stops on the certified duality gap ``J(w) − max D ≤ tol · max(1, |J|)``.
 
@@ -111,20 +124,23 @@ class SubLBFGS(Solver):
     certify: bool = True
 
     def __post_init__(self):
-        if not isinstance(self.memory, (LBFGSMemory, DenseBFGSMemory)) and not (
-                isinstance(self.memory, int) and self.memory >= 1):
-            raise ValueError(f"memory must be an int >= 1 or a memory object; got "
-                             f"{self.memory!r}.")
-        if not (isinstance(self.line_search, (ExactLineSearch, WolfeLineSearch))
-                or self.line_search in ("auto", "exact", "wolfe")):
-            raise ValueError(f"line_search must be 'auto', 'exact', 'wolfe' or a line search "
-                             f"object; got {self.line_search!r}.")
-        if not (self.eps > 0 and self.k_max >= 1):
-            raise ValueError(f"need eps > 0 and k_max >= 1; got {self.eps}, {self.k_max}.")
-        WolfeLineSearch(self.c1, self.c2)  # checks 0 < c1 < c2 < 1
+        options = Options(self)
+        memory = self.memory
+        if not isinstance(memory, (LBFGSMemory, DenseBFGSMemory)):
+            memory = options.int("memory", low=1, example=15, rule=int_rule(1) + (
+                " or a memory object (LBFGSMemory(m), DenseBFGSMemory())"))
+        options.real("eps", 0, low_open=True)
+        options.int("k_max", low=1)
+        options.choice("line_search", LINE_SEARCHES, (ExactLineSearch, WolfeLineSearch))
+        c1 = options.real("c1", 0, 1, low_open=True, high_open=True)
+        c2 = options.real("c2", 0, 1, low_open=True, high_open=True)
+        check_constants(options.owner, c1, c2)
+        options.real("stall_tol", 0)
+        for name in ("scaling", "certified_subgradient", "certify"):
+            options.bool(name)
         # An option that the chosen part ignores is a mistake, not a no-op.
         defaults = {f.name: f.default for f in dataclasses.fields(SubLBFGS)}
-        if not isinstance(self.memory, int) and self.scaling != defaults["scaling"]:
+        if not isinstance(memory, int) and self.scaling != defaults["scaling"]:
             raise ValueError("scaling applies to an int memory; set it on the memory object "
                              "instead, e.g. LBFGSMemory(15, scaling=False).")
         if not isinstance(self.line_search, str) and (self.c1, self.c2) != (
@@ -154,8 +170,21 @@ class SubLBFGS(Solver):
     supports_bias: ClassVar[bool] = True
 
     def check(self, problem):
-        self.quasi_newton_memory().check(problem)
+        """Refuse, before compiling, a line search the problem cannot take, and a memory
+        whose buffers do not fit in the memory of the machine (`LBFGSMemory.nbytes`:
+        2·m·d numbers for d weights; `DenseBFGSMemory.nbytes`: 3·d²)."""
+        self.check_memory(problem)
         self.line_search_for(problem).check(problem)
+
+    def check_memory(self, problem, reserved=(0, ""), owner=None):
+        """The size check of `check`, with ``reserved`` = (bytes, what) taken by other
+        buffers; ``owner``: the solver named in the message (default this class)."""
+        memory = self.quasi_newton_memory()
+        name = owner or type(self).__name__
+        if isinstance(self.memory, LBFGSMemory):  # the m of the user's memory object
+            memory.check(problem, f"{name}(memory=LBFGSMemory(...))", "m", reserved)
+        else:
+            memory.check(problem, name, "memory", reserved)
 
     # -- the algorithm ----------------------------------------------------------------
     def init(self, problem, w0) -> SubQNState:
@@ -286,5 +315,5 @@ class SubBFGS(SubLBFGS):
     def __post_init__(self):
         super().__post_init__()
         if not isinstance(self.memory, DenseBFGSMemory):
-            raise ValueError(f"SubBFGS keeps a dense matrix (memory=DenseBFGSMemory()); for "
-                             f"memory={self.memory!r} use SubLBFGS.")
+            raise ValueError(f"SubBFGS: memory must be DenseBFGSMemory() (SubBFGS keeps a "
+                             f"dense matrix); for memory={self.memory!r} use SubLBFGS.")

@@ -94,14 +94,12 @@ def check_svm_problem(problem, name, any_regularizer=False):
                          "σ_max(X)²/λ).")
 
 
-def check_lipschitz_options(sq, iterations):
-    """The options ``spectral_norm_sq`` (σ_max(X)² or None) and ``power_iterations``."""
-    if sq is not None and (isinstance(sq, bool) or not isinstance(sq, (int, float))
-                           or not sq > 0 or sq == float("inf")):
-        raise ValueError(f"spectral_norm_sq must be a finite number > 0 (σ_max(X)²) or "
-                         f"None; got {sq!r}.")
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise ValueError(f"power_iterations must be an int >= 1; got {iterations!r}.")
+def check_lipschitz_options(options):
+    """The options ``spectral_norm_sq`` (σ_max(X)², a finite number > 0, or None) and
+    ``power_iterations`` (an int >= 1), checked and normalized by ``options``
+    (`nsjax.solvers._options.Options` of the solver)."""
+    options.real("spectral_norm_sq", 0, low_open=True, none=True, example=1.0)
+    options.int("power_iterations", low=1)
 
 
 def spectral_norm_sq(problem, given, iterations):
