@@ -122,8 +122,14 @@ class Problem:
         self.y, self.classes = loss.encode_labels(y, n, dt, classes)
         self.num_outputs = loss.num_outputs(self.classes)
         self.loss = loss.prepare(n, self.num_outputs, dt)
+        name = "sample_weight"
+        if getattr(loss, "weights", None) is not None:  # given on the loss itself
+            if sample_weight is not None:
+                raise ValueError(f"the weights are given twice, as {type(loss).__name__}"
+                                 "(weights=...) and sample_weight=...; give sample_weight only.")
+            sample_weight, name = loss.weights, f"{type(loss).__name__}(weights=...)"
         if sample_weight is not None:
-            weights = _check_sample_weight(sample_weight, loss, n, dt)
+            weights = _check_sample_weight(sample_weight, loss, n, dt, name)
             self.loss = self.loss.with_weights(weights)
         self.reg = _cast_parameters(
             reg.with_strength(_strength(reg.strength, dt, _strength_name(reg))), dt)
@@ -613,9 +619,10 @@ def _check_bias(bias, loss, num_outputs) -> bool:
     return bool(bias)
 
 
-def _check_sample_weight(c, loss, n, dtype):
+def _check_sample_weight(c, loss, n, dtype, name="sample_weight"):
     """Per-example weights as the loss will hold them: (n,), real, finite, ≥ 0 and not all
-    0 after the cast to ``dtype`` (values are not checked where c is traced)."""
+    0 after the cast to ``dtype`` (values are not checked where c is traced); ``name``:
+    the argument as the user gave it."""
     from nsjax.losses.base import Weighted
 
     if not isinstance(loss, Weighted):
@@ -623,22 +630,22 @@ def _check_sample_weight(c, loss, n, dtype):
                          f"Logistic, Squared, MulticlassHinge); {type(loss).__name__} does "
                          "not. Repeat or drop examples instead.")
     if isinstance(c, (str, bytes)) or np.shape(c) != (n,):
-        raise ValueError(f"sample_weight must be an array of shape (n,) = ({n},), one weight "
+        raise ValueError(f"{name} must be an array of shape (n,) = ({n},), one weight "
                          f"per example; got shape {np.shape(c)}.")
     if is_traced(c):
         return jnp.asarray(c, dtype)
     arr = np.asarray(c)
     if arr.dtype.kind not in "biuf":
-        raise TypeError(f"sample_weight must hold real numbers; got dtype {arr.dtype}.")
+        raise TypeError(f"{name} must hold real numbers; got dtype {arr.dtype}.")
     with np.errstate(over="ignore", invalid="ignore"):
         held = arr.astype(dtype)
     bad = np.flatnonzero(~np.isfinite(held) | (held < 0))
     if bad.size:
-        raise ValueError(f"sample_weight must be finite and >= 0 in {np.dtype(dtype).name}; "
+        raise ValueError(f"{name} must be finite and >= 0 in {np.dtype(dtype).name}; "
                          f"{bad.size} entries are not (first: index {bad[0]}, "
                          f"{arr[bad[0]]!r}).")
     if not np.any(held > 0):
-        raise ValueError("sample_weight is zero for every example: nothing to fit; give some "
+        raise ValueError(f"{name} is zero for every example: nothing to fit; give some "
                          "examples a positive weight.")
     return to_device(held)
 
@@ -726,9 +733,13 @@ def _cast_parameters(reg, dtype):
         return (not isinstance(v, (bool, np.bool_, str, bytes)) and v is not None
                 and np.ndim(v) == 0 and (is_traced(v) or np.asarray(v).dtype.kind in "iuf"))
 
+    fields = [f for f in dataclasses.fields(reg) if f.name != name]
+    for f in fields:  # a number field (annotated float) holding something else
+        if "float" in str(f.type) and not numeric(getattr(reg, f.name)):
+            check_real_scalar(getattr(reg, f.name), f.name,
+                              f"{type(reg).__name__}(..., {f.name}=0.1)")
     changes = {f.name: _strength(getattr(reg, f.name), dtype, f.name)
-               for f in dataclasses.fields(reg)
-               if f.name != name and numeric(getattr(reg, f.name))}
+               for f in fields if numeric(getattr(reg, f.name))}
     return dataclasses.replace(reg, **changes)
 
 

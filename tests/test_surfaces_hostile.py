@@ -255,7 +255,45 @@ def test_entry_points_refuse_bad_arguments_before_compiling(call, error, pattern
     assert _compiled() == before
 
 
-# -- 4. the scikit-learn estimators: messages in the user's names --------------------------
+# -- 4. the parts' parameters -------------------------------------------------------------
+
+R = nsjax.regularizers
+
+
+@pytest.mark.parametrize("call, error, pattern", [
+    pytest.param(lambda: Problem(LOGISTIC, R.ElasticNet(mu=0.1, lam="x"), X, Y), TypeError,
+                 r"lam must be a real number \(e.g. ElasticNet\(..., lam=0.1\)\)",
+                 id="ElasticNet-lam-str"),
+    pytest.param(lambda: Problem(LOGISTIC, R.ElasticNet(mu=0.1, lam=None), X, Y), TypeError,
+                 r"lam must be a real number", id="ElasticNet-lam-None"),
+    pytest.param(lambda: Problem(nsjax.losses.Hinge(weights=np.ones(3)), L2(0.1), X, Y),
+                 ValueError, r"Hinge\(weights=...\) must be an array of shape \(n,\) = \(8,\)",
+                 id="loss-weights-shape"),
+    pytest.param(lambda: Problem(nsjax.losses.Hinge(weights=-np.ones(8)), L2(0.1), X, Y),
+                 ValueError, r"Hinge\(weights=...\) must be finite and >= 0",
+                 id="loss-weights-negative"),
+    pytest.param(lambda: Problem(nsjax.losses.Hinge(weights=np.ones(8)), L2(0.1), X, Y,
+                                 sample_weight=np.ones(8)),
+                 ValueError, r"weights are given twice", id="loss-weights-twice"),
+    pytest.param(lambda: nsjax.solve(Problem(HINGE, R.Entropy(0.1, cap=0.1), X, Y)),
+                 ValueError, r"cap must be >= 1/d = 0.333", id="Entropy-cap-infeasible"),
+])
+def test_parts_refuse_bad_parameters_before_compiling(call, error, pattern):
+    before = _compiled()
+    with pytest.raises(error, match=pattern):
+        call()
+    assert _compiled() == before
+
+
+def test_weights_given_on_the_loss_equal_sample_weight():
+    c = np.arange(1.0, 9.0)
+    on_loss = Problem(nsjax.losses.Hinge(weights=c), L2(0.1), X, Y)
+    given = Problem(HINGE, L2(0.1), X, Y, sample_weight=c)
+    w = np.array([0.3, -0.2, 0.1])
+    assert float(on_loss.objective(w)) == pytest.approx(float(given.objective(w)), rel=1e-14)
+
+
+# -- 5. the scikit-learn estimators: messages in the user's names --------------------------
 
 Y3 = np.arange(8) % 3
 
@@ -336,7 +374,7 @@ def test_huge_regressor_weights_are_normalized_without_overflow():
     np.testing.assert_allclose(huge.coef_, plain.coef_, atol=1e-6)
 
 
-# -- 5. chains ---------------------------------------------------------------------------
+# -- 6. chains ---------------------------------------------------------------------------
 
 TOKENS = _rng.normal(size=(4, 5, 3))
 LABELS = _rng.integers(0, 3, size=(4, 5))
