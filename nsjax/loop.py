@@ -201,10 +201,11 @@ def _solvers_where(has):
                             and issubclass(cls, Solver) and cls is not Solver and has(cls)))
 
 
-def _check(solver, problem):
-    """Refuse, before compiling, a problem the solver cannot solve: its own ``check``, and
-    a bias, sample weights, a prox geometry or a constraint the solver does not take
-    (naming those that do)."""
+def _check(solver, problem, lanes=1):
+    """Refuse, before compiling, a problem the solver cannot solve: its own ``check`` (with
+    its buffers counted ``lanes`` times: a vmapped program's states), and a bias, sample
+    weights, a prox geometry or a constraint the solver does not take (naming those that
+    do)."""
     name = type(solver).__name__
     if problem.bias and not solver.supports_bias:
         able = _solvers_where(lambda cls: getattr(cls, "supports_bias", False))
@@ -227,7 +228,10 @@ def _check(solver, problem):
         raise ValueError(
             f"{name} cannot solve with {type(reg).__name__}, a constraint (the indicator of "
             f"a set, used through its projection); use one of {able} with scheme='primal'.")
-    solver.check(problem)
+    from nsjax.solvers._options import lanes as copies
+
+    with copies(lanes):
+        solver.check(problem)
 
 
 def _default_solver(solver, problem):
@@ -486,7 +490,7 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6, *,
         raise TypeError(f"warm_start must be True or False; got {warm_start!r}.")
     smallest = problem.with_lam(lams.min())
     solver = _default_solver(solver, smallest)
-    _check(solver, smallest)
+    _check(solver, smallest, lanes=1 if warm_start else len(lams))
     problem = problem.without_classes()
     tol = to_device(tol, problem.dtype)
     # As in `solve`: under the caller's grad the path is not differentiated through its
@@ -558,7 +562,7 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
         stacked = problems.without_classes()
         one = jax.tree_util.tree_map(lambda x: x[0], stacked)
         solver = solver or default_solver(one)
-        _check(solver, one)
+        _check(solver, one, lanes=problems.X.dense.shape[0])
     else:
         problems = [_batch_member(p, i) for i, p in enumerate(problems)]
         if not problems:
@@ -574,7 +578,7 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
                     f"problems[{i}] differs from problems[0] in its structure (loss and "
                     "regularizer options, number of classes, shape, dtype or sparse "
                     "layout); a batch needs problems of one kind.")
-            _check(solver, p)
+            _check(solver, p, lanes=len(problems))
         one = problems[0]
     w0 = _check_common(one, w0, max_steps, tol)
     restore = buckets.unchanged

@@ -297,6 +297,23 @@ def test_hybrid_counts_both_phases(monkeypatch):
         S.Hybrid(sublbfgs=sub, bmrm=bmrm).check(HINGE)
 
 
+def test_vmapped_lanes_count_one_state_each(monkeypatch):
+    """A memory that fits once is refused for a vmapped sweep or a batch of 8 lanes, and
+    accepted for the warm-started sweep (a scan: one state at a time)."""
+    sub = S.SubLBFGS(memory=100)
+    _machine(monkeypatch, 4 * sub.quasi_newton_memory().nbytes(HINGE))
+    sub.check(HINGE)
+    before = _compiled()
+    lams = np.geomspace(1.0, 1e-3, 8)
+    with pytest.raises(ValueError, match=r"in each of 8 lanes .*: use memory <= \d+\.$"):
+        nsjax.sweep(HINGE, lams, sub, warm_start=False)
+    with pytest.raises(ValueError, match=r"in each of 8 lanes"):
+        nsjax.solve_batch([HINGE] * 8, sub)
+    assert _compiled() == before
+    with _options.lanes(1):
+        sub.check(HINGE)
+
+
 def test_device_memory_is_used_where_the_device_reports_it(monkeypatch):
     class Device:
         platform = "gpu"

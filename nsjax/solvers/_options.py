@@ -21,6 +21,8 @@ refuses, naming the largest value that fits, where they cannot be allocated.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import difflib
 import functools
@@ -292,27 +294,46 @@ def weights_of(problem) -> tuple[int, str]:
     return math.prod(problem.w_shape), np.dtype(problem.dtype).name
 
 
+#: How many copies of a solver's state one program holds at once: 1 for `nsjax.solve`, the
+#: lanes of a vmapped `nsjax.sweep` or of `nsjax.solve_batch` (set by `lanes`).
+_LANES = contextvars.ContextVar("nsjax_solver_lanes", default=1)
+
+
+@contextlib.contextmanager
+def lanes(count: int):
+    """Within this block, `check_fits` counts ``count`` copies of every buffer (a vmapped
+    program holds one state per lane)."""
+    token = _LANES.set(max(int(count), 1))
+    try:
+        yield
+    finally:
+        _LANES.reset(token)
+
+
 def check_fits(owner, option, value, needs, what, *, low=None, reserved=(0, ""),
                instead=None):
     """Refuse (ValueError) an option whose buffers cannot be allocated: where
-    ``needs(value)`` bytes, plus ``reserved`` = (bytes, what) that the solver's other
-    buffers take, exceed `memory_available`. The message names ``owner``, ``option`` =
-    ``value``, ``what`` it needs (the formula, in numbers), the bytes, the memory there is
-    and, where ``low`` is given (``needs`` then grows with the value), the largest value
-    from ``low`` that fits; else ``instead`` (what to do)."""
+    ``needs(value)`` bytes (times the `lanes` of the program), plus ``reserved`` =
+    (bytes, what) that the solver's other buffers take, exceed `memory_available`. The
+    message names ``owner``, ``option`` = ``value``, ``what`` it needs (the formula, in
+    numbers), the bytes, the memory there is and, where ``low`` is given (``needs`` then
+    grows with the value), the largest value from ``low`` that fits; else ``instead``
+    (what to do)."""
     total, where = memory_available()
-    spare = total - reserved[0]
-    need = needs(value)
+    copies = _LANES.get()
+    spare = total - reserved[0] * copies
+    need = needs(value) * copies
     if need <= spare:
         return
-    also = (f", of which {format_bytes(reserved[0])} go to {reserved[1]}" if reserved[0]
-            else "")
-    head = (f"{owner}: {option}={value} needs {what} ({format_bytes(need)}); this machine "
-            f"has {format_bytes(total)} {where}{also}")
-    if low is None or needs(low) > spare:
+    also = (f", of which {format_bytes(reserved[0] * copies)} go to {reserved[1]}"
+            if reserved[0] else "")
+    each = f" in each of {copies} lanes" if copies > 1 else ""
+    head = (f"{owner}: {option}={value} needs {what}{each} ({format_bytes(need)}); this "
+            f"machine has {format_bytes(total)} {where}{also}")
+    if low is None or needs(low) * copies > spare:
         raise ValueError(f"{head}: {instead or 'use a smaller problem'}.")
     lo, hi = low, value  # needs(lo) fits, needs(hi) does not
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if needs(mid) <= spare else (lo, mid)
+        lo, hi = (mid, hi) if needs(mid) * copies <= spare else (lo, mid)
     raise ValueError(f"{head}: use {option} <= {lo}.")
