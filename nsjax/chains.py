@@ -16,20 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from nsjax.losses.chain import ChainHinge, viterbi
-from nsjax.problem import Problem
+from nsjax.problem import Problem, real_array
 from nsjax.regularizers import L2
-
-
-def _real(x, name):
-    """``x`` as an array of real numbers (a TypeError naming ``name`` otherwise)."""
-    try:
-        kind = np.asarray(x).dtype.kind
-    except (ValueError, TypeError):  # ragged
-        kind = "O"
-    if kind not in "biuf":
-        raise TypeError(f"{name} must be an array of real numbers; got kind {kind!r}"
-                        f"{' (complex)' if kind == 'c' else ''}.")
-    return x if isinstance(x, jax.Array) else np.asarray(x)
 
 
 def _check_token_shape(tokens):
@@ -42,7 +30,7 @@ def _check_token_shape(tokens):
 
 
 def _check_tokens(tokens, labels):
-    tokens = _real(tokens, "tokens")
+    tokens = real_array(tokens, "tokens")
     _check_token_shape(tokens)
     labels = np.asarray(labels)
     if labels.shape != tokens.shape[:2]:
@@ -54,7 +42,7 @@ def _check_tokens(tokens, labels):
 def chain_design(tokens, num_labels: int) -> np.ndarray:
     """The design matrix of a chain problem: for each sequence its L token rows (x_t, 0)
     then K transition rows (0, e_a), shape (N (L + K), d + K) (`nsjax.losses.chain`)."""
-    tokens = _real(tokens, "tokens")
+    tokens = real_array(tokens, "tokens")
     _check_token_shape(tokens)
     if (isinstance(num_labels, (bool, np.bool_))
             or not isinstance(num_labels, (int, np.integer)) or num_labels < 1):
@@ -108,13 +96,13 @@ def predict(W, tokens, classes=None):
     Raises ValueError (TypeError for non-real arrays) unless W has the (d + K, K) shape of
     a chain problem's weights (``sol.w``), tokens the shape (N, L, d) with N, L ≥ 1, and
     ``classes`` K values."""
-    W = jnp.asarray(_real(W, "W"))
+    W = jnp.asarray(real_array(W, "W"))
     if W.ndim != 2 or W.shape[1] < 1 or W.shape[0] < W.shape[1]:
         raise ValueError(f"W must be a chain problem's weights, shape (d + K, K) (sol.w of "
                          f"chain_problem's solve); got shape {W.shape}.")
     if not jnp.issubdtype(W.dtype, jnp.floating):
         W = W.astype(jnp.result_type(float))
-    tokens = _real(tokens, "tokens")
+    tokens = real_array(tokens, "tokens")
     if tokens.ndim != 3 or tokens.shape[-1] + W.shape[1] != W.shape[0]:
         raise ValueError(f"tokens must have shape (N, L, d) with d = {W.shape[0] - W.shape[1]}"
                          f" for weights of shape {W.shape}; got {tokens.shape}.")

@@ -261,7 +261,7 @@ def _check_common(problem, w0, max_steps, tol):
     Checked as they will be used: tol and w0 after the cast to the problem's dtype, and
     J(w0) finite (one product with X); max_steps at most `nsjax.problem.MAX_STEPS` (10**7:
     the history is allocated up front)."""
-    from nsjax.problem import MAX_STEPS, check_real_scalar
+    from nsjax.problem import MAX_STEPS, check_real_scalar, real_array
 
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be an nsjax.Problem; got {type(problem).__name__}.")
@@ -285,14 +285,7 @@ def _check_common(problem, w0, max_steps, tol):
     if w0 is None:
         return problem.start()
     if not is_traced(w0):
-        try:
-            kind = np.asarray(w0).dtype.kind
-        except (ValueError, TypeError):
-            kind = "O"
-        if kind not in "iuf":
-            raise TypeError(f"w0 must be an array of real numbers of shape {shape} (or None "
-                            f"for zeros); got {type(w0).__name__} of kind {kind!r}"
-                            f"{' (complex)' if kind == 'c' else ''}.")
+        real_array(w0, "w0", f"an array of real numbers of shape {shape} (or None for zeros)")
     if np.shape(w0) != shape:
         raise ValueError(
             f"w0 must have shape {shape} to match the problem; got {np.shape(w0)}.")

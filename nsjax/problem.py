@@ -690,6 +690,24 @@ def _check_regularizer(reg):
 MAX_STEPS = 10**7
 
 
+def real_array(x, name, what="an array of real numbers"):
+    """``x`` (a numpy array, or a JAX array as it is) if it holds real numbers (bool, int or
+    float); else a TypeError naming ``name`` (complex values are not cast to their real
+    part, strings and objects not parsed)."""
+    if isinstance(x, jax.Array):
+        kind = np.dtype(x.dtype).kind
+    else:
+        try:
+            x = np.asarray(x)
+            kind = x.dtype.kind
+        except (ValueError, TypeError):  # ragged
+            kind = "O"
+    if kind not in "biuf":
+        raise TypeError(f"{name} must be {what}; got {'complex ' if kind == 'c' else ''}"
+                        f"values of kind {kind!r}.")
+    return x
+
+
 def check_real_scalar(x, name, example, many=""):
     """Refuse ``x`` unless it is one real number (a Python or numpy number, a 0-d array):
     a TypeError or ValueError naming ``name``, with ``example`` as the fix (``many``: what to

@@ -67,7 +67,7 @@ import nsjax
 from nsjax import losses, regularizers
 from nsjax.data import round_up
 from nsjax.loop import failure_message
-from nsjax.problem import MAX_STEPS, held_strength, max_abs_entry
+from nsjax.problem import MAX_STEPS, held_strength, max_abs_entry, real_array
 from nsjax.results import RESULTS
 from nsjax.solvers import SOLVERS, solver_from_name
 
@@ -95,25 +95,12 @@ def _l1_ratio(rho):
         raise ValueError(f"l1_ratio must be in [0, 1] (0: L2, 1: L1); got {rho!r}.")
 
 
-def _real_array(value, name):
-    """``value`` as a float64 array; a TypeError naming ``name`` for anything but real
-    numbers (complex ones are not cast to their real part)."""
-    try:
-        kind = np.asarray(value).dtype.kind
-    except (ValueError, TypeError):
-        kind = "O"
-    if kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers; got an array of kind {kind!r}"
-                        f"{' (complex)' if kind == 'c' else ''}.")
-    return np.asarray(value, dtype=np.float64)
-
-
 def _sample_weights(sample_weight, n):
     """``sample_weight`` as a float64 (n,) array of finite weights ≥ 0, not all 0 (None
     stays None)."""
     if sample_weight is None:
         return None
-    weights = _real_array(sample_weight, "sample_weight")
+    weights = np.asarray(real_array(sample_weight, "sample_weight", "real numbers"), np.float64)
     if weights.ndim == 0:
         weights = np.full(n, float(weights))
     if weights.shape != (n,):
