@@ -49,7 +49,7 @@ import jax
 import jax.numpy as jnp
 
 from nsjax.losses.labels import check_length
-from nsjax.projections import project_box_section
+from nsjax.projections import box_section_in_range
 
 
 class Loss:
@@ -180,9 +180,9 @@ class Weighted:
         beta, _ = self.dual_coefficients(u, y)
         beta = jnp.clip(beta, 0.0, 1.0)
         if self.weights is None:
-            beta = project_box_section(beta, y, 0.0, 0.0, 1.0).x
+            beta = box_section_in_range(beta, y, 0.0, 0.0, 1.0).x
         else:  # nearest in Σ cᵢ(βᵢ − β⁰ᵢ)², so that every β moves alike, as without weights
             c = self.weights
-            beta = project_box_section(beta, y * c, 0.0, 0.0, 1.0,
+            beta = box_section_in_range(beta, y * c, 0.0, 0.0, 1.0,
                                        weights=jnp.where(c > 0, c, 1.0)).x
         return -self.per_example(beta * y)

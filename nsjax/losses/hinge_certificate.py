@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from nsjax.losses.cgls import cgls
-from nsjax.projections import project_box_section
+from nsjax.projections import box_section_in_range
 
 #: Widths δ of the freed margin band, relative to max(1, |x_iᵀw|).
 BAND_WIDTHS = (1e-1, 1e-3, 1e-5, 1e-7)
@@ -73,6 +73,6 @@ def _band_dual_point(problem, w, S, delta, iterations):
     if problem.bias:
         # Back onto Σ qᵢβᵢ = 0 (which the fit aims at, and clipping breaks) by moving the
         # band's β first: a weighted projection that moves the fixed β only if it must.
-        beta = project_box_section(beta, q, 0.0, 0.0, 1.0,
+        beta = box_section_in_range(beta, q, 0.0, 0.0, 1.0,
                                    weights=jnp.where(free, 1.0, BIAS_FIXED_WEIGHT)).x
     return -beta * q, steps

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 
 from nsjax.losses.hinge import Hinge
 from nsjax.problem import is_traced
-from nsjax.projections import project_box_section
+from nsjax.projections import box_section_in_range
 from nsjax.solvers.bias import best_bias
 
 
@@ -117,7 +117,7 @@ def project_dual(problem, alpha):
     bias (exactly, `project_box_section`)."""
     cap = 1.0 / alpha.shape[0]
     if problem.bias:
-        return project_box_section(alpha, problem.y, 0.0, 0.0, cap).x
+        return box_section_in_range(alpha, problem.y, 0.0, 0.0, cap).x
     return jnp.clip(alpha, 0.0, cap)
 
 
@@ -134,7 +134,7 @@ def smoothed_hinge(problem, margin, mu):
     size 1/μ) and hides the decrease AGM-EF's checks look for."""
     n = margin.shape[0]
     if problem.bias:
-        shift = mu * project_box_section(margin / mu, problem.y, 0.0, 0.0, 1.0 / n).multiplier
+        shift = mu * box_section_in_range(margin / mu, problem.y, 0.0, 0.0, 1.0 / n).multiplier
         margin = margin + shift * problem.y
     alpha = jnp.clip(margin / mu, 0.0, 1.0 / n)
     return jnp.sum(alpha * margin - 0.5 * mu * alpha * alpha), alpha
