@@ -375,12 +375,7 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
     _check(solver, problem)
     problem = problem.without_classes()  # label values do not change the program
     _Progress.begin()
-    # The iterations are not differentiated (reverse mode cannot go through while_loop):
-    # w's derivative comes from the optimality conditions (nsjax.implicit).
-    traced = any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves((problem, w0, tol)))
-    run_on = problem
-    if traced:
-        run_on, w0, tol = jax.lax.stop_gradient((problem, w0, tol))
+    traced, (run_on, w0, tol) = _iterations_apart((problem, w0, tol))
     steps = to_device(max_steps, jnp.int32)
     if jit:
         run_on, w0, restore = buckets.pad(run_on, w0, solver)
@@ -408,6 +403,15 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
             raise RuntimeError(message)
         warnings.warn(message, ConvergenceWarning, stacklevel=2)
     return sol
+
+
+def _iterations_apart(args):
+    """(traced, args): whether any of the arguments is traced (the caller's jit, vmap or
+    grad), and the arguments with their gradients stopped if so. The iterations are not
+    differentiated (reverse mode cannot go through a while_loop): the solution's derivative
+    comes from its optimality conditions (`nsjax.implicit`)."""
+    traced = any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves(args))
+    return traced, (jax.lax.stop_gradient(args) if traced else args)
 
 
 def _exists(result):
@@ -486,11 +490,8 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6, *,
     _check(solver, smallest, lanes=1 if warm_start else len(lams))
     problem = problem.without_classes()
     tol = to_device(tol, problem.dtype)
-    # As in `solve`: under the caller's grad the path is not differentiated through its
-    # iterations; each solution's derivative comes from its optimality conditions.
-    traced = any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves((problem, lams, w0, tol)))
-    run_on, run_lams, w0, run_tol = (jax.lax.stop_gradient((problem, lams, w0, tol)) if traced
-                                     else (problem, lams, w0, tol))
+    # Each solution's derivative comes from its optimality conditions, as in `solve`.
+    traced, (run_on, run_lams, w0, run_tol) = _iterations_apart((problem, lams, w0, tol))
     run_on, w0, restore = buckets.pad(run_on, w0, solver)
     sols = _sweep_jit(run_on, run_lams, w0, run_tol, to_device(max_steps, jnp.int32),
                       solver=solver, length=history_length(max_steps),
