@@ -90,10 +90,10 @@ def _demo(args) -> int:
 
     from nsjax import cli
 
+    cli.check_output(args.out, "--out")
     if importlib.util.find_spec("matplotlib") is None:
         raise cli.InputError("the demo needs matplotlib for its plot: pip install matplotlib "
                              "(or the package's 'demo' extra).")
-    cli.check_output(args.out, "--out")
     from matplotlib.backend_bases import FigureCanvasBase
 
     formats = FigureCanvasBase.get_supported_filetypes()

@@ -8,6 +8,7 @@ check the real entry point. One solve only (BMRM, 5 steps, 8 x 3): the model wri
 exactly the path given."""
 
 import gzip
+import importlib.util
 import os
 import subprocess
 import sys
@@ -153,7 +154,8 @@ DATA = [
 
 
 def _ids(cases):
-    return [" ".join(case[0]) if isinstance(case[0], list) else case[0] for case in cases]
+    firsts = [getattr(case, "values", case)[0] for case in cases]  # (a pytest.param too)
+    return [" ".join(first) if isinstance(first, list) else first for first in firsts]
 
 
 @pytest.mark.parametrize(("argv", "names", "says"), DATA, ids=_ids(DATA))
@@ -206,7 +208,9 @@ OTHERS = [
     (["demo", "--max-steps", "0"], "--max-steps"),
     (["demo", "--out", "nowhere/plot.png"], "'nowhere'"),
     (["demo", "--out", "adir"], "--out 'adir'"),
-    (["demo", "--out", "plot.bin"], "--out 'plot.bin'"),
+    pytest.param(["demo", "--out", "plot.bin"], "--out 'plot.bin'",  # (asks matplotlib)
+                 marks=pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                                          reason="matplotlib (the demo extra) not installed")),
     (["trian", "good.npz"], "'trian'"),
     (["train"], "file"),
     ([], "command"),
@@ -218,6 +222,15 @@ def test_bad_commands_and_options(files, monkeypatch, capsys, argv, names):
     monkeypatch.chdir(files)
     monkeypatch.setattr("nsjax.__main__.demo", lambda *a: pytest.fail("the demo ran"))
     _refused(capsys, argv, names)
+
+
+def test_the_demo_without_matplotlib_says_how_to_get_it(files, monkeypatch, capsys):
+    monkeypatch.chdir(files)
+    monkeypatch.setattr("nsjax.__main__.demo", lambda *a: pytest.fail("the demo ran"))
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else find_spec(name, *a))
+    _refused(capsys, ["demo", "--out", "plot.png"], "pip install matplotlib")
 
 
 MODELS = [
