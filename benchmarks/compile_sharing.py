@@ -38,7 +38,7 @@ from sklearn.svm import LinearSVC as SkLinearSVC
 import nsjax
 import nsjax.data
 import nsjax.sklearn
-from nsjax.loop import _run_jit
+from nsjax.programs import compiled_programs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import HERE, machine, save_figure, save_json  # noqa: E402  (the script's folder is on sys.path)
@@ -66,10 +66,10 @@ def cross_validate(X, y, pad: bool, round_chunks: bool) -> dict:
         nsjax.data.CHUNK_ROUND_LIMIT = 0
     try:
         jax.clear_caches()
-        before, t0 = _run_jit._cache_size(), time.perf_counter()
+        before, t0 = compiled_programs("solve"), time.perf_counter()
         scores = cross_val_score(nsjax.sklearn.LinearSVC(C=C), X, y, cv=FOLDS)
         return {"seconds": time.perf_counter() - t0,
-                "programs": _run_jit._cache_size() - before, "mean_score": float(scores.mean())}
+                "programs": compiled_programs("solve") - before, "mean_score": float(scores.mean())}
     finally:
         model._pad, nsjax.data.CHUNK_ROUND_LIMIT = padding, chunks
 
@@ -91,9 +91,9 @@ def raise_max_steps(shared: bool) -> dict:
     for steps in STEPS:
         if not shared:
             jax.clear_caches()
-        before = _run_jit._cache_size()
+        before = compiled_programs("solve")
         nsjax.solve(prob, nsjax.solvers.BMRM(), max_steps=steps, tol=1e-12).w.block_until_ready()
-        programs += _run_jit._cache_size() - before
+        programs += compiled_programs("solve") - before
     return {"seconds": time.perf_counter() - t0, "programs": programs}
 
 

@@ -13,6 +13,8 @@ with `RESULTS.nonfinite`, returning the best finite iterate.
 `solve` can itself be called under the user's `jax.jit` or `jax.vmap` (for example over a
 batch of same-shape problems, see `solve_batch`); the checks that need concrete values are
 then skipped and ``result`` stays an int32 array.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -145,10 +147,10 @@ def _run(problem, w0, tol, max_steps, solver, length, progress=0):
                     num_steps=t, stats=core_of(state).stats, history=history)
 
 
-_run_jit = Program(_run, static_argnames=("solver", "length", "progress"))
+_run_jit = Program(_run, static_argnames=("solver", "length", "progress"), name="solve")
 
 
-@program(static_argnames=("solver", "length", "warm_start"))
+@program(static_argnames=("solver", "length", "warm_start"), name="sweep")
 def _sweep_jit(problem, lams, w0, tol, max_steps, solver, length, warm_start=True):
     if not warm_start:
         return jax.vmap(lambda lam: _run(problem.with_lam(lam), w0, tol, max_steps, solver,
@@ -334,7 +336,7 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
     Args:
         problem: an `nsjax.Problem`.
         solver: a solver from `nsjax.solvers`.
-        w0: the starting point, shape ``problem.w_shape``; default zeros (paper 000, Sec. 7).
+        w0: the starting point, shape ``problem.w_shape``; default zeros (Yu et al. 2010, Sec. 7).
         max_steps: cap on outer iterations (also the length of ``history``). Traced: a
             new value does not recompile (up to `history_length`, the buffer compiled).
         tol: stop when the certified gap is ≤ tol · max(1, |J|).
@@ -603,6 +605,6 @@ def _kind(problem):
     return tree, [(jnp.shape(x), jnp.result_type(x)) for x in leaves]
 
 
-@program(static_argnames=("solver", "length"))
+@program(static_argnames=("solver", "length"), name="batch")
 def _batch_jit(problems, w0, tol, max_steps, solver, length):
     return jax.vmap(lambda p: _run(p, w0, tol, max_steps, solver, length))(problems)

@@ -146,6 +146,21 @@ def loaded_count() -> int:
     return len(_loaded)
 
 
+#: Every `Program` by its name (nsjax's: "solve", "sweep", "batch").
+_programs: dict = {}
+
+
+def compiled_programs(name: str | None = None) -> int:
+    """How many distinct programs this process has compiled or loaded: of the `Program`
+    called ``name`` ("solve", "sweep" or "batch": `nsjax.solve`'s, `nsjax.sweep`'s and
+    `nsjax.solve_batch`'s), or of all. The public hook for tests and benchmarks that check
+    that a call compiled nothing, or one program per shape bucket."""
+    if name is not None and name not in _programs:
+        raise ValueError(f"name must be one of {sorted(_programs)} or None; got {name!r}.")
+    chosen = _programs.values() if name is None else [_programs[name]]
+    return sum(p._cache_size() for p in chosen)
+
+
 #: The options of a compile this XLA refused (an unknown option: XLA's options come and
 #: go): left out from then on, and that program compiled with XLA's defaults.
 _refused: set = set()
@@ -241,10 +256,11 @@ class Program:
     (`compile_options`).
     """
 
-    def __init__(self, fun, static_argnames):
+    def __init__(self, fun, static_argnames, name=None):
         self.jitted = jax.jit(fun, static_argnames=static_argnames)
         self._keys: set = set()  # every key this process compiled or loaded
         functools.update_wrapper(self, fun)
+        _programs[name or fun.__name__] = self
 
     def lower(self, *args, **static):
         """The plain jitted function's `jax.stages.Lowered` (compile it with
@@ -427,11 +443,13 @@ def _trim(newest: Path) -> None:
         total -= size
 
 
-def program(static_argnames):
-    """Decorator: `Program` with these static arguments."""
-    return lambda fun: Program(fun, static_argnames)
+def program(static_argnames, name=None):
+    """Decorator: `Program` with these static arguments (and ``name``, for
+    `compiled_programs`; default the function's)."""
+    return lambda fun: Program(fun, static_argnames, name)
 
 
-__all__ = ["Program", "cache_dir", "compile_options", "drop_loaded", "is_small",
+__all__ = ["Program", "cache_dir", "compile_options", "compiled_programs", "drop_loaded",
+           "is_small",
            "loaded_count", "program",
            "reset_cache_dir", "set_cache_dir"]

@@ -24,8 +24,8 @@ from toy_solver import AveragedSubgradient
 
 import nsjax
 from nsjax import RESULTS, Problem
-from nsjax.loop import _batch_jit, _run_jit, _sweep_jit
 from nsjax.problem import MAX_STEPS, max_abs_entry, max_strength
+from nsjax.programs import compiled_programs
 
 HINGE, MC, ML = nsjax.losses.Hinge(), nsjax.losses.MulticlassHinge(), nsjax.losses.MultilabelHinge
 L2 = nsjax.regularizers.L2
@@ -49,7 +49,7 @@ PROB_MC = Problem(MC, L2(0.1), X, Y3)
 
 
 def _compiled():
-    return _run_jit._cache_size() + _sweep_jit._cache_size() + _batch_jit._cache_size()
+    return compiled_programs()
 
 
 def _hand_built(D, **change):
@@ -513,7 +513,7 @@ def test_label_and_scalar_values_never_recompile():
     """Label values, class values, λ, tol and w0 are data: a problem of the same shapes
     reuses the compiled program whatever their values, Python types or weak types."""
     first = nsjax.solve(PROB, TOY, max_steps=STEPS)
-    before = _run_jit._cache_size()
+    before = compiled_programs("solve")
     y_text = np.where(Y == 1, "spam", "ham")
     variants = [
         (problem(X=2 * X, y=y_text), {}),
@@ -525,16 +525,16 @@ def test_label_and_scalar_values_never_recompile():
     for prob, kw in variants:
         sol = nsjax.solve(prob, TOY, max_steps=STEPS, **kw)
         assert float(sol.value) != float(first.value)  # another problem ran
-    assert _run_jit._cache_size() == before
+    assert compiled_programs("solve") == before
 
     mc = Problem(MC, L2(0.1), X, Y3)
     solver = nsjax.solvers.BMRM(capacity=4, qp_iterations=5)
     nsjax.solve(mc, solver, max_steps=STEPS)
-    before = _run_jit._cache_size()
+    before = compiled_programs("solve")
     relabelled = Problem(MC, L2(0.2), X, np.array(["c", "a", "b"])[Y3[::-1]])
     assert relabelled.classes == ("a", "b", "c")
     nsjax.solve(relabelled, solver, max_steps=STEPS)
-    assert _run_jit._cache_size() == before
+    assert compiled_programs("solve") == before
 
 
 EXTREME = [

@@ -16,7 +16,7 @@ from solvers import REGISTRY
 
 import nsjax
 from nsjax import RESULTS
-from nsjax.loop import _run_jit, _sweep_jit
+from nsjax.programs import compiled_programs
 from nsjax.solvers.bmrm import WIDE_FIELDS, BundleState, bundle_dtype
 
 # Problem kinds a registry entry may name: (loss, regularizer class, its default strength).
@@ -156,7 +156,7 @@ def test_sweep_equals_solve_and_one_compile_per_shape(entry):
     prob = _problem(entry.losses[-1])
     lams = [0.05, 0.2, 1.0]
     lams = [lam * float(prob.lam) / 0.1 for lam in lams]  # in the kind's units
-    solves, sweeps = _run_jit._cache_size(), _sweep_jit._cache_size()
+    solves, sweeps = compiled_programs("solve"), compiled_programs("sweep")
     sols = nsjax.sweep(prob, lams, entry.solver, max_steps=SWEEP_STEPS, tol=1e-9)
     assert sols.w.shape == (3, *prob.w_shape)
     for i, lam in enumerate(lams):
@@ -179,8 +179,8 @@ def test_sweep_equals_solve_and_one_compile_per_shape(entry):
     # test of this process compiled them), and nothing more for other data, strengths,
     # label values, or a strength set by with_lam (a Python float). (tol is traced: a
     # loose one ends the runs early without changing the programs.)
-    assert _run_jit._cache_size() <= solves + 1 and _sweep_jit._cache_size() <= sweeps + 1
-    solves, sweeps = _run_jit._cache_size(), _sweep_jit._cache_size()
+    assert compiled_programs("solve") <= solves + 1 and compiled_programs("sweep") <= sweeps + 1
+    solves, sweeps = compiled_programs("solve"), compiled_programs("sweep")
     loss = entry.losses[-1]
     for seed, lam in [(1, 0.3), (2, 1.0)]:
         nsjax.solve(_problem(loss, seed, lam=lam), entry.solver,
@@ -197,7 +197,7 @@ def test_sweep_equals_solve_and_one_compile_per_shape(entry):
         nsjax.solve(p, entry.solver, max_steps=SWEEP_STEPS, tol=LOOSE)
     nsjax.sweep(_problem(loss, 5), [0.2, 1.0, 0.05], entry.solver,
                 max_steps=SWEEP_STEPS, tol=LOOSE)
-    assert (_run_jit._cache_size(), _sweep_jit._cache_size()) == (solves, sweeps)
+    assert (compiled_programs("solve"), compiled_programs("sweep")) == (solves, sweeps)
 
 
 @pytest.mark.parametrize(("entry", "loss", "seed"), OPTIMUM_CASES)

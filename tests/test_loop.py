@@ -9,6 +9,7 @@ from reference import random_binary
 
 import nsjax
 from nsjax import RESULTS
+from nsjax.programs import compiled_programs
 
 SOLVER = nsjax.solvers.SubLBFGS(memory=10)
 #: For the hinge `_problem` (SubBFGS closes its gap; SubLBFGS stops short of 1e-9 there).
@@ -164,13 +165,13 @@ def test_progress_reports_every_k_steps_and_changes_nothing(capsys, monkeypatch)
 
 
 def test_max_steps_is_traced_and_the_history_cut_to_it():
-    from nsjax.loop import _batch_jit, _run_jit, _sweep_jit, history_length
+    from nsjax.loop import history_length
 
     prob = _problem()
     short = nsjax.solve(prob, HINGE_SOLVER, max_steps=3, tol=0.0)
-    compiled = _run_jit._cache_size()
+    compiled = compiled_programs("solve")
     long = nsjax.solve(prob, HINGE_SOLVER, max_steps=40, tol=0.0)
-    assert _run_jit._cache_size() == compiled  # another budget, the same program
+    assert compiled_programs("solve") == compiled  # another budget, the same program
     assert short.history.value.shape == (3,) and long.history.value.shape == (40,)
     assert int(short.num_steps) == 3 and short.result == RESULTS.max_steps_reached
     # The same trajectory: the budget only decides where the loop stops.
@@ -180,13 +181,13 @@ def test_max_steps_is_traced_and_the_history_cut_to_it():
     assert np.all(np.isfinite(np.asarray(long.history.best[:steps])))
     assert np.all(np.isnan(np.asarray(long.history.best[steps:])))
     # Sweeps and batches: stacked histories, cut along their last axis.
-    sweeps, batches = _sweep_jit._cache_size(), _batch_jit._cache_size()
+    sweeps, batches = compiled_programs("sweep"), compiled_programs("batch")
     for k in (2, 5):
         assert nsjax.sweep(prob, [0.1, 0.01], HINGE_SOLVER,
                            max_steps=k).history.gap.shape == (2, k)
         assert nsjax.solve_batch([prob, prob], HINGE_SOLVER,
                                  max_steps=k).history.gap.shape == (2, k)
-    assert _sweep_jit._cache_size() - sweeps <= 1 and _batch_jit._cache_size() - batches <= 1
+    assert compiled_programs("sweep") - sweeps <= 1 and compiled_programs("batch") - batches <= 1
     # The buffer: at least 2048, at most 1/8 more than max_steps, then one of 8 per octave.
     assert history_length(1) == history_length(2048) == 2048
     for m in (2049, 5000, 10**5, 10**7):

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import nsjax
-from nsjax.loop import _batch_jit, _run_jit, _sweep_jit
+from nsjax.programs import compiled_programs
 from nsjax.solvers import _options
 from nsjax.solvers._options import MAX_COUNT, OptionTypeError
 
@@ -36,7 +36,7 @@ WIDE = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.1),
 
 
 def _compiled():
-    return _run_jit._cache_size() + _sweep_jit._cache_size() + _batch_jit._cache_size()
+    return compiled_programs()
 
 
 #: Every exported class with options: solvers and their parts.
@@ -199,9 +199,9 @@ def test_equal_options_give_hash_equal_solvers(cls, name, value):
 def test_equal_solvers_share_one_compiled_program():
     solver = S.BMRM(capacity=np.int64(4), qp_iterations=np.int32(2), merge=np.float64(0.5))
     first = nsjax.solve(HINGE, solver, max_steps=2)
-    before = _run_jit._cache_size()
+    before = compiled_programs("solve")
     again = nsjax.solve(HINGE, S.BMRM(capacity=4, qp_iterations=2, merge=0.5), max_steps=2)
-    assert _run_jit._cache_size() == before
+    assert compiled_programs("solve") == before
     assert float(again.value) == float(first.value)
 
 

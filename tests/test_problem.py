@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from reference import cvxpy_optimum, hinge_objective, random_binary
 
 import nsjax
+from nsjax.programs import compiled_programs
 from nsjax.solvers.direction import find_direction
 from nsjax.solvers.memory import LBFGSMemory
 
@@ -261,7 +262,6 @@ def test_nearby_sparse_matrices_share_one_compiled_solve():
     # need 409-412 chunks by row and 91-93 by column, rounded up to 416 and 96 (all-zero
     # chunks of the last row), and nnz is no part of the program, so they compile once.
     from nsjax.data import _chunk_width
-    from nsjax.loop import _run_jit
 
     solver = nsjax.solvers.BMRM(capacity=16)
     raw, compiled = set(), None
@@ -278,9 +278,9 @@ def test_nearby_sparse_matrices_share_one_compiled_solve():
         J = 0.005 * float(sol.w @ sol.w) + np.mean(np.maximum(0, 1 - y * (X @ np.asarray(sol.w))))
         assert float(sol.value) == pytest.approx(J, rel=1e-12)
         if compiled is None:
-            compiled = _run_jit._cache_size()
+            compiled = compiled_programs("solve")
     assert len(raw) == 6  # the rounding, not chance, gave one layout
-    assert _run_jit._cache_size() == compiled
+    assert compiled_programs("solve") == compiled
 
 
 def test_design_matrix_without_entries():

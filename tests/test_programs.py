@@ -18,7 +18,7 @@ from reference import cvxpy_optimum, random_binary
 import nsjax
 import nsjax.programs as programs
 from nsjax import buckets
-from nsjax.loop import _run_jit, _sweep_jit
+from nsjax.programs import compiled_programs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -266,7 +266,7 @@ def test_two_thousand_shapes_in_one_process(monkeypatch):
     monkeypatch.setattr(programs, "MAX_LOADED_MAPPINGS", 3_000)  # a few programs at a time
     rng = np.random.default_rng(0)
     start, peak, shapes = _mappings(), 0, set()
-    made = _run_jit._cache_size()
+    made = compiled_programs("solve")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
         for i in range(2000):
@@ -279,7 +279,7 @@ def test_two_thousand_shapes_in_one_process(monkeypatch):
             assert sol.w.shape == (d,) and np.isfinite(float(sol.value))
             peak = max(peak, _mappings())
     assert len(shapes) == 2000
-    assert _run_jit._cache_size() - made <= 9
+    assert compiled_programs("solve") - made <= 9
     if start:  # Linux: programs were dropped, and the process stays far below
         assert programs.loaded_count() < 9  # vm.max_map_count (65,530)
         assert peak - start < 20_000
@@ -346,7 +346,7 @@ def test_nearby_shapes_share_one_program_in_solve_sweep_and_batch(cache):
         nsjax.solve(prob, solver)
         nsjax.sweep(prob, [0.1, 0.01], solver)
         nsjax.solve_batch([prob, prob.with_lam(0.5)], solver)
-        counts.append((_run_jit._cache_size(), _sweep_jit._cache_size()))
+        counts.append((compiled_programs("solve"), compiled_programs("sweep")))
     assert counts[0] == counts[1] == counts[2]
     sols = nsjax.sweep(probs[1], [0.1, 0.01], solver)
     assert sols.w.shape == (2, 9)
@@ -370,3 +370,15 @@ def test_oba_and_the_nesterov_solvers_are_not_padded_where_it_would_change_them(
         padded, *_ = buckets.pad(prob.without_classes(), prob.start(), solver)
         rows, cols = padded.X.shape
         assert rows == 40 and (cols == 5 or solver.shape_free)
+
+
+def test_compiled_programs_counts_each_program_and_names_the_valid_ones():
+    prob, *_ = _hinge(6, 30, 4)
+    solves, sweeps = compiled_programs("solve"), compiled_programs("sweep")
+    total = compiled_programs()
+    nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), max_steps=OWN_STEPS[4])
+    assert compiled_programs("solve") == solves + 1
+    assert compiled_programs("sweep") == sweeps
+    assert compiled_programs() == total + 1
+    with pytest.raises(ValueError, match=r"name must be one of \['batch', 'solve', 'sweep'\]"):
+        compiled_programs("run")

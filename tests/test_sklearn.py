@@ -14,6 +14,7 @@ from sklearn.multiclass import OneVsRestClassifier
 from sklearn.utils.estimator_checks import check_estimator
 
 import nsjax
+from nsjax.programs import compiled_programs
 from nsjax.sklearn import ElasticNet, Lasso, LinearSVC, LogisticRegression
 
 # The checks test the estimators' API, which the solver does not change; they fit ~50
@@ -331,16 +332,15 @@ def test_multilabel_targets_are_one_vs_rest_as_in_scikit_learn(checks_padding):
 def test_nearby_shapes_share_one_compiled_solve_and_padding_changes_nothing(monkeypatch):
     # A fit pads X with zero rows (weight 0) and columns to a shape from a small set, so
     # that e.g. cross-validation folds share one compiled solve.
-    from nsjax.loop import _run_jit
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(100, 6))
     y = (X @ rng.normal(size=6) + 0.3 * rng.normal(size=100) > 0).astype(int)
     fit = lambda X, y, **kw: LinearSVC(C=0.5, tol=1e-10, solver="bmrm", **kw).fit(X, y)  # noqa: E731
     padded = fit(X[:97, :5], y[:97])
-    compiled = _run_jit._cache_size()
+    compiled = compiled_programs("solve")
     fit(X, y)  # 100 x 6: the same padded shape, so no new program
-    assert _run_jit._cache_size() == compiled
+    assert compiled_programs("solve") == compiled
     # A solver without sample weights (AGM-EF) gets X as given, not a refusal.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

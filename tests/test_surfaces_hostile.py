@@ -21,7 +21,7 @@ from toy_solver import AveragedSubgradient
 
 import nsjax
 from nsjax import RESULTS, Problem
-from nsjax.loop import _batch_jit, _run_jit, _sweep_jit
+from nsjax.programs import compiled_programs
 from nsjax.sklearn import ElasticNet, Lasso, LinearSVC, LogisticRegression
 from nsjax.solvers import Core, Solver, solver_options
 
@@ -36,7 +36,7 @@ TR = XR @ np.array([1.0, 2.0, 3.0]) + 0.1 * _rng.normal(size=40)
 
 
 def _compiled():
-    return _run_jit._cache_size() + _sweep_jit._cache_size() + _batch_jit._cache_size()
+    return compiled_programs()
 
 
 def _quiet(fn, *args, **kwargs):
