@@ -1,5 +1,5 @@
-"""Sequence labelling with max-margin Markov networks on chains (paper 003, Example 4;
-paper 004, App. E): build the problem, decode, score.
+"""Sequence labelling with max-margin Markov networks on chains (Zhang et al. 2010, Example 4;
+Saha et al. 2009, App. E): build the problem, decode, score.
 
     prob = nsjax.chains.chain_problem(tokens, labels, lam=1e-3)   # tokens (N, L, d)
     sol = nsjax.solve(prob, tol=1e-4)        # the Hybrid; BMRM() and Pragam() also take it
@@ -7,6 +7,8 @@ paper 004, App. E): build the problem, decode, score.
 
 The weights W have shape (d + K, K): emission weights (d rows) and the transition matrix T
 (K rows); see `nsjax.losses.chain` for the layout of the design matrix.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def chain_design(tokens, num_labels: int) -> np.ndarray:
 
 def chain_problem(tokens, labels, lam, *, classes=None, dtype=None) -> Problem:
     """The M³N problem J(W) = λ/2‖W‖² + (1/N) Σ_i max_y′ [Δ(y′, yⁱ) + ⟨W, φ(xⁱ, y′) −
-    φ(xⁱ, yⁱ)⟩] (paper 003, eq. 46) on N chains of L tokens, Δ the Hamming loss.
+    φ(xⁱ, yⁱ)⟩] (Zhang et al. 2010, eq. 46) on N chains of L tokens, Δ the Hamming loss.
 
     Args:
         tokens: (N, L, d) token features (a numpy array; all sequences of one length: pad

@@ -9,9 +9,11 @@ converted to JAX arrays (or kept sparse) by the caller.
 * `load_svmlight`: read a LIBSVM / svmlight file (e.g. rcv1, news20) from disk.
 * `synthetic_sparse`: a seeded sparse binary classification problem of any size and
   density, with power-law feature frequencies, for benchmarks.
-* `oba_synthetic`: the "Synthetic" L1-logistic problem of paper 002 (OBA), Appendix B,
-  with `diagonal_dominance` / `logistic_hessian_dominance` (its eq. (16) and
-  Table 3) and `relative_function_error` (its eq. (15)).
+* `oba_synthetic`: the "Synthetic" L1-logistic problem of the OBA paper (Keskar et al.
+  2016), Appendix B, with `diagonal_dominance` / `logistic_hessian_dominance` (its eq. (16)
+  and Table 3) and `relative_function_error` (its eq. (15)).
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -577,7 +579,7 @@ def synthetic_chains(
 
 
 def hadamard_problem(d: int, lam: float, variant: str = "orthonormal"):
-    """The lower-bound problem of paper 004, eq. 14: J(w) = max_i ⟨a_i, w⟩ + λ/2 ‖w‖².
+    """The lower-bound problem of Saha et al. (2009), eq. 14: J(w) = max_i ⟨a_i, w⟩ + λ/2 ‖w‖².
 
     Returned as an `nsjax.Problem` with X = Aᵀ (so the scores are ⟨a_i, w⟩) and a
     `MaxAffine` loss with reduction="max".
@@ -622,7 +624,7 @@ def _hadamard(d: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------
-# Paper 002 (OBA): the "Synthetic" problem, the diagonal dominance D, the relative error
+# OBA (Keskar et al. 2016): the "Synthetic" problem, the diagonal dominance D, the relative error
 # ----------------------------------------------------------------------------------------
 
 # Largest order solved with a dense LAPACK eigenvalue routine in `_smallest_eigenvalue`;
@@ -635,7 +637,7 @@ _PERRON_MAX_ITERATIONS = 200
 def oba_synthetic(
     n: int = 5000, *, seed: int = 0, scale: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The "Synthetic" L1-logistic test problem of paper 002 (OBA), Appendix B.
+    """The "Synthetic" L1-logistic test problem of the OBA paper (Keskar et al. 2016), Appendix B.
 
     The paper's MATLAB recipe (Appendix B), with ``numpy.random.default_rng(seed)`` in
     place of MATLAB's ``rand`` (draws in the same order, labels first)::
@@ -762,7 +764,8 @@ def _smallest_eigenvalue(S: np.ndarray, dense_max_order: int = _DENSE_EIGH_MAX_O
 
 
 def diagonal_dominance(A) -> float:
-    """The level of diagonal dominance D(A) of paper 002 (OBA), Sec. 4.3, eq. (16).
+    """The level of diagonal dominance D(A) of the OBA paper (Keskar et al. 2016), Sec. 4.3,
+    eq. (16).
 
     For a symmetric matrix ``A``,
 
@@ -829,7 +832,7 @@ def _dominance_ratio(col_norms: np.ndarray, diag: np.ndarray) -> float:
 
 
 def logistic_hessian_dominance(X, w=None) -> float:
-    """D(∇²f(w)) of paper 002, eq. (16) and Table 3, for the logistic loss f.
+    """D(∇²f(w)) of Keskar et al. (2016), eq. (16) and Table 3, for the logistic loss f.
 
     With scores ``z = X w``, the logistic loss ``f(w) = (1/m) Σ log(1 + exp(-y_i z_i))`` has
     Hessian ``∇²f(w) = (1/m) Xᵀ diag(σ(z) σ(-z)) X``, which does not depend on the labels
@@ -897,7 +900,7 @@ def logistic_hessian_dominance(X, w=None) -> float:
 
 
 def relative_function_error(value, optimal_value):
-    """The relative function error of paper 002 (OBA), Sec. 4.1, eq. (15).
+    """The relative function error of the OBA paper (Keskar et al. 2016), Sec. 4.1, eq. (15).
 
         (φ(x^k) − φ(x*)) / (1 + φ(x*)),
 

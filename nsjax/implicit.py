@@ -19,7 +19,7 @@ The conditions used:
   zeros: OBA's), so the derivative is that of the solution with this support held fixed —
   exact wherever the support is locally stable (no |∇_j f| = μ with w_j = 0).
 - **The binary hinge** with L2 (and a bias), J = λ/2‖w‖² + (1/n) Σ max(0, 1 − y_i s_i),
-  s_i = x_iᵀw (+ b): the KKT system of paper 000, eqs. 20–21, on the margin set
+  s_i = x_iᵀw (+ b): the KKT system of Yu et al. (2010), eqs. 20–21, on the margin set
   M = {i : |y_i s_i − 1| ≤ τ}: λ n w = Σ_i α_i y_i x_i (and Σ_i α_i y_i = 0 with a bias),
   with α_i = 1 on the error set E (y_i s_i < 1 − τ), 0 above the margin and free on M, and
   y_i s_i = 1 on M. The unknowns are (w, α_M); α_M is recovered from w by least squares.
@@ -39,6 +39,8 @@ without a finite solution (`RESULTS.nonfinite`, `RESULTS.unbounded`), and a sing
 system (∂F/∂w)ᵀ u = v that has no solution (λ = 0 with the hinge, or a smooth loss whose
 Hessian is singular on the support). The backward pass raises `ValueError` where its
 values are concrete (the caller's `jax.grad` outside `jax.jit`), and gives NaN under jit.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """`Problem`: loss + regularizer + data, J(w) = λΩ(w) + R(X w).
 
 It owns every oracle a solver needs, so that solvers never reach into the loss, the
-regularizer or X: J, a subgradient (paper 000, eq. 21), the oracle argsup_{g∈∂J} gᵀp
+regularizer or X: J, a subgradient (Yu et al. 2010, eq. 21), the oracle argsup_{g∈∂J} gᵀp
 (eqs. 22–23), the restriction of J to a line (the loss's lines plus the regularizer's
 pieces for the exact line search, eq. 25; Φ and its directional derivative for the Wolfe
-search), cutting planes for bundle methods (paper 001, eq. 3) and dual values for certified
+search), cutting planes for bundle methods (Smola et al. 2007, eq. 3) and dual values for certified
 gaps. Everything that depends on the data goes through the scores S = X w, so one product
 X p serves the oracle and the line search alike.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ class Problem:
             Needed when the problem is built from traced arrays (inside `jax.jit` or
             `jax.vmap`), where labels cannot be sorted; checks of values (NaN in X, labels
             outside ``classes``, λ ≥ 0) are then skipped, shapes are still checked.
-        bias: add an unregularized bias b: J(w, b) = λΩ(w) + R(Xw + b) (paper 004, eq. 20).
+        bias: add an unregularized bias b: J(w, b) = λΩ(w) + R(Xw + b) (Saha et al. 2009, eq. 20).
             The bias is the last entry of the weights: ``w_shape`` is (d + 1,), and
             `split_bias` separates them. Needs a loss with one score per example and
             ``center_dual`` (Hinge, Logistic, Squared), and a solver with
@@ -400,7 +402,7 @@ class Problem:
         return g_reg + self.rmv(u), u, g_reg
 
     def line(self, w, S, p, dS) -> Line:
-        """The restriction of J to w + η p, η ≥ 0, as a `Line` (paper 000, eqs. 25, 33):
+        """The restriction of J to w + η p, η ≥ 0, as a `Line` (Yu et al. 2010, eqs. 25, 33):
         the loss's lines stacked with the regularizer's kinked terms (padded with lines of
         offset −inf where their counts differ)."""
         b, a = self.loss.lines(S, dS, self.y)
@@ -421,7 +423,7 @@ class Problem:
         return phi
 
     def cut(self, w, S):
-        """J(w) and the cutting plane of R at w (paper 001, eq. 3): (J(w), a, b) with
+        """J(w) and the cutting plane of R at w (Smola et al. 2007, eq. 3): (J(w), a, b) with
         a = Xᵀu, u ∈ ∂R(S), so R(v) ≥ ⟨a, v⟩ + b for all v; b as `dual_cut` gives it.
 
         (Not b = R(w) − ⟨a, w⟩, eq. 3 as written: the losses decide kinks within

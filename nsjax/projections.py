@@ -6,16 +6,16 @@ zero of the linear piece that holds it (no tolerance).
 
 - `project_simplex`: the probability simplex (sort, cumsum, locate).
 - `project_box_section`: a weighted projection onto a box cut by one hyperplane, the QP of
-  paper 003 §5.5.1 (Alg. 7–8) and paper 004 App. B; the piece is found by Newton steps on
-  the kinks, with sorting as the fallback.
+  Zhang et al. (2010), §5.5.1 (Alg. 7–8) and Saha et al. (2009), App. B; the piece is found
+  by Newton steps on the kinks, with sorting as the fallback.
 - `project_capped_simplex`: {x ∈ [0, cap]ⁿ, Σx = 1}, LPBoost's domain.
 - `entropic_capped_simplex`: the same set in the entropy geometry (a Bregman projection:
   the soft-max, capped), the prox of the `nsjax.regularizers.Entropy` regularizer.
-- `project_elastic_net_ball`: {γ‖w‖₁ + ½‖w‖² ≤ r} (paper 003 §5.5.2; sort-based, exact),
+- `project_elastic_net_ball`: {γ‖w‖₁ + ½‖w‖² ≤ r} (Zhang et al. 2010, §5.5.2; sort-based, exact),
   with `elastic_net_ball_support`, its support function.
 
 One is not of that kind: `project_chain_marginals`, onto the local marginal polytope of a
-chain (paper 004 App. E.3.1, M³N's dual domain), has one multiplier per edge and token, and
+chain (Saha et al. 2009, App. E.3.1, M³N's dual domain), has one multiplier per edge and token, and
 is found by semismooth Newton steps to a tolerance, then made exactly feasible.
 
 The contract every function here keeps (each docstring says what it means for its own
@@ -47,6 +47,8 @@ arguments):
   At a kink (a coordinate exactly at a bound with a zero multiplier) it is one of the
   one-sided derivatives. `project_chain_marginals` is differentiable in forward mode only
   (through its solver's loop).
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -347,7 +349,8 @@ def project_box_section(m, a, b, lower, upper, weights=None, *,
                         newton_steps: int = 32) -> BoxSection:
     """argmin_x Σᵢ wᵢ/2 (xᵢ − mᵢ)² subject to lᵢ ≤ xᵢ ≤ uᵢ and Σᵢ aᵢxᵢ = b, exactly.
 
-    The QP (64) of paper 003 §5.5.1 (= paper 004 App. B) with wᵢ = dᵢ², σᵢ = aᵢ, z = b.
+    The QP (64) of Zhang et al. (2010), §5.5.1 (= Saha et al. 2009, App. B) with wᵢ = dᵢ²,
+    σᵢ = aᵢ, z = b.
     By the KKT conditions x = x(ν) = clip(m + ν a / w, l, u), where ν is a root of
 
         g(ν) = Σᵢ aᵢ xᵢ(ν) − b,
@@ -520,8 +523,9 @@ def _host_range(a, lower, upper, n):
 def project_capped_simplex(v, cap, *, newton_steps: int = 32) -> BoxSection:
     """argmin_x ‖x − v‖² over {x ∈ [0, cap]ⁿ, Σx = 1} (LPBoost's domain), exactly.
 
-    `project_box_section` with a = 1, b = 1 and the box [0, cap] (paper 003 §5.5.1, paper
-    004 App. B), with its scaling, its ``feasible`` and its derivatives (in v and cap).
+    `project_box_section` with a = 1, b = 1 and the box [0, cap] (Zhang et al. 2010, §5.5.1;
+    Saha et al. 2009, App. B), with its scaling, its ``feasible`` and its derivatives (in v and
+    cap).
     ``cap`` may be traced (a scalar; per row under vmap). The set is empty when n·cap < 1
     (beyond rounding): concrete, that is a ValueError; traced, ``feasible`` is False and
     x = cap·1, the box point with the largest sum (x = clip(v, cap, 0) if cap < 0). With
@@ -571,12 +575,13 @@ def project_capped_simplex(v, cap, *, newton_steps: int = 32) -> BoxSection:
 # ---------------------------------------------------------------------------------------
 # The parts of project_box_section.
 #
-# In the papers' variables (paper 003 §5.5.1: βᵢ = aᵢ(xᵢ − mᵢ), d̄ᵢ² = wᵢ/aᵢ², λ = ν),
+# In the papers' variables (Zhang et al. 2010, §5.5.1: βᵢ = aᵢ(xᵢ − mᵢ), d̄ᵢ² = wᵢ/aᵢ², λ = ν),
 # g(ν) = Σᵢ hᵢ(ν) − z′ with hᵢ(λ) = clip(λ/d̄ᵢ², l′ᵢ, u′ᵢ), whose kinks are d̄ᵢ²l′ᵢ and
-# d̄ᵢ²u′ᵢ. Paper 004 writes hᵢ in (30) without its λ/d̄ᵢ² term (it follows from (27):
-# βᵢ = d̄ᵢ⁻²(ρᵢ⁺ − ρᵢ⁻ + λ)), and its Alg. 2 sorts dᵢ²l′ᵢ where d̄ᵢ²l′ᵢ is meant: typos, paper
-# 003 has both right. (Paper 003's (65) starts from min_λ max_β; the saddle problem of the
-# primal is min_β max_λ, which its next line's swap then gets right.)
+# d̄ᵢ²u′ᵢ. Saha et al. (2009) write hᵢ in (30) without its λ/d̄ᵢ² term (it follows from
+# (27): βᵢ = d̄ᵢ⁻²(ρᵢ⁺ − ρᵢ⁻ + λ)), and their Alg. 2 sorts dᵢ²l′ᵢ where d̄ᵢ²l′ᵢ is meant:
+# typos; Zhang et al. (2010) have both right. (Eq. (65) of Zhang et al. (2010) starts from
+# min_λ max_β; the saddle problem of the primal is min_β max_λ, which its next line's swap
+# then gets right.)
 #
 # Nothing of size n is stored between passes: each pass recomputes what it needs from the
 # inputs. On CPUs every n-sized temporary of a compiled program is fresh memory on each
@@ -1133,10 +1138,10 @@ def entropic_capped_simplex(logits: jax.Array, cap=1.0) -> jax.Array:
     Without the cap (cap ≥ 1) this is the soft-max of ``logits``; with it, the relative-
     entropy (KL) projection of the soft-max onto the capped simplex, which scales the
     uncapped entries by one constant: xᵢ = min(cap, c·pᵢ) with p the soft-max (the KKT
-    conditions of the concave objective; paper 003, Example 5's Ω*, where the multipliers βᵢ
-    of the caps are positive exactly on the capped entries). With the logits sorted in
-    decreasing order and the k largest entries capped, c·p_j = exp(l_j − lse_{>k} + log(1 −
-    k·cap)), lse_{>k} the log-sum-exp of the others; k is the smallest count at which the
+    conditions of the concave objective; the Ω* of Zhang et al. (2010), Example 5, where the
+    multipliers βᵢ of the caps are positive exactly on the capped entries). With the logits
+    sorted in decreasing order and the k largest entries capped, c·p_j = exp(l_j − lse_{>k} +
+    log(1 − k·cap)), lse_{>k} the log-sum-exp of the others; k is the smallest count at which the
     largest uncapped entry is ≤ cap. All in log space relative to the largest logit, so
     logits of any size give no overflow and no 0/0. For a batch, `jax.vmap` it over the
     rows.
@@ -1308,7 +1313,7 @@ def _ball_parts(g, r, gamma):
     """The projection w, ρ = 1/(1 + λ) (λ the multiplier of the constraint), and validity.
 
     The root λ ≥ 0 of h(λ) = Σ_{aᵢ > γλ} ((aᵢ + γ)² − γ²(1 + λ)²) − 2r(1 + λ)², a = |g|
-    (paper 003 §5.5.2, with its typos fixed: the paper's h carries −2γr and its H −rλγ; the
+    (Zhang et al. 2010, §5.5.2, with its typos fixed: the paper's h carries −2γr and its H −rλγ; the
     envelope theorem gives H′(λ) = γ‖w(λ)‖₁ + ½‖w(λ)‖² − r, whence −2r). On the piece where
     the k largest aᵢ are active, (1 + λ)² = Σ_k (aᵢ + γ)² / (2r + kγ²), so ρ is one of
     `_scaled_norms`' ratios; the piece is the one where the k-th entry is active,
@@ -1338,7 +1343,7 @@ def _ball_parts(g, r, gamma):
 
 
 def project_elastic_net_ball(g: jax.Array, r, gamma) -> jax.Array:
-    """argmin_w ½‖w − g‖² s.t. γ‖w‖₁ + ½‖w‖² ≤ r (paper 003 §5.5.2, eqs. 67–69), exact.
+    """argmin_w ½‖w − g‖² s.t. γ‖w‖₁ + ½‖w‖² ≤ r (Zhang et al. 2010, §5.5.2, eqs. 67–69), exact.
 
     For the multiplier λ of the constraint, wᵢ = sign(gᵢ) max(|gᵢ| − λγ, 0)/(1 + λ) (69);
     λ = 0 where g is in the ball, else the root of a decreasing piecewise function whose
@@ -1427,7 +1432,7 @@ def elastic_net_ball_support(v: jax.Array, r, gamma) -> jax.Array:
         r, gamma: as in `project_elastic_net_ball`.
 
     Raises:
-        As `project_elastic_net_ball`, naming v.
+        TypeError, ValueError: as `project_elastic_net_ball`, naming v.
 
     Example:
         >>> import jax.numpy as jnp
@@ -1483,7 +1488,7 @@ def _support_jvp(primals, tangents):
 
 
 # ---------------------------------------------------------------------------------------
-# Projection onto the local marginal polytope of a chain (paper 004, App. E.3.1).
+# Projection onto the local marginal polytope of a chain (Saha et al. 2009, App. E.3.1).
 #
 # Inside, a batch of B instances is laid out (E, K, K, B): E = L − 1 edges, K labels, the
 # batch last, so that every operation is elementwise over the batch (XLA on CPUs
@@ -1799,7 +1804,7 @@ _chain_marginals_jit = jax.jit(_chain_marginals, static_argnames=("max_steps", "
 
 def project_chain_marginals(m: jax.Array, total=1.0, *, max_steps: int = 50,
                             tol: float | None = None) -> jax.Array:
-    """Euclidean projection onto the local marginal polytope of a chain (paper 004,
+    """Euclidean projection onto the local marginal polytope of a chain (Saha et al. 2009,
     App. E.3.1): for y_1 − y_2 − … − y_L with labels in [K], the pairwise marginals
 
         argmin_α ½ Σ_t Σ_ab (α_t(a, b) − m_t(a, b))²

@@ -10,6 +10,8 @@ its constrained form) exist.
 Every regularizer splits as λΩ(w) = (smooth part)(w) + μ‖w‖₁ (`smooth_value`,
 `smooth_grad`, `smooth_hvp`, `l1_weight`): the orthant-wise L1 methods (OWL-QN, OBA) model
 the smooth part and treat μ‖w‖₁ exactly.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class RegularizerLine(NamedTuple):
 
     The smooth part is (c, h); ``b`` and ``a`` (shape (m, r), or None) are kinked terms in
     the same form as a loss's lines (an L1 term |w_j + η p_j| is two lines), so that the
-    exact line search treats them exactly like the loss's (paper 000, eq. 33). All in the
+    exact line search treats them exactly like the loss's (Yu et al. 2010, eq. 33). All in the
     problem's dtype; kinks within `nsjax.losses.base.active_tol` of each other should be
     snapped together as the losses do (`snap_to_max`).
     """
@@ -94,7 +96,7 @@ class Regularizer(abc.ABC):
     @abc.abstractmethod
     def argsup(self, w, p):
         """(g, ⟨g, p⟩) for the g ∈ ∂(λΩ)(w) maximizing ⟨g, p⟩: the regularizer's part of
-        the oracle argsup_{g∈∂J} gᵀp (paper 000, eqs. 22–23)."""
+        the oracle argsup_{g∈∂J} gᵀp (Yu et al. 2010, eqs. 22–23)."""
 
     @abc.abstractmethod
     def line(self, w, p) -> RegularizerLine:
@@ -156,7 +158,7 @@ class Regularizer(abc.ABC):
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class L2(Regularizer):
-    """λ/2 ‖w‖² (paper 000, eq. 18).
+    """λ/2 ‖w‖² (Yu et al. 2010, eq. 18).
 
     Args:
         lam: the regularization strength λ ≥ 0. λ = 0 is allowed where the risk alone is
@@ -229,13 +231,13 @@ class L2(Regularizer):
 
 
 def soft_threshold(v, t):
-    """sign(v) · max(|v| − t, 0), the prox of t‖·‖₁ (with its sign: paper 002 writes the
+    """sign(v) · max(|v| − t, 0), the prox of t‖·‖₁ (with its sign: Keskar et al. (2016) write the
     ISTA step without it)."""
     return jnp.sign(v) * jnp.maximum(jnp.abs(v) - t, 0.0)
 
 
 def min_norm_subgradient(w, grad, mu):
-    """The minimum-norm element of grad + ∂(μ‖·‖₁)(w) (paper 002, eq. 4; OWL-QN's
+    """The minimum-norm element of grad + ∂(μ‖·‖₁)(w) (Keskar et al. 2016, eq. 4; OWL-QN's
     pseudo-gradient): grad + μ sign(w) off zero; at w_i = 0 the point of
     [grad_i − μ, grad_i + μ] nearest 0."""
     at_zero = jnp.sign(grad) * jnp.maximum(jnp.abs(grad) - mu, 0.0)
@@ -244,12 +246,13 @@ def min_norm_subgradient(w, grad, mu):
 
 def orthant(w, g):
     """The orthant ξ of the orthant-wise L1 methods: sign(w_i) off zero, sign(−g_i) on the
-    zero coordinates, g a (pseudo-)gradient (OWL-QN; paper 002, eq. 12)."""
+    zero coordinates, g a (pseudo-)gradient (OWL-QN; Keskar et al. 2016, eq. 12)."""
     return jnp.where(w != 0, jnp.sign(w), jnp.sign(-g))
 
 
 def project_orthant(x, xi):
-    """P_ξ(x): x with the coordinates whose sign differs from ξ set to 0 (paper 002, eq. 13)."""
+    """P_ξ(x): x with the coordinates whose sign differs from ξ set to 0 (Keskar et al. 2016,
+    eq. 13)."""
     return jnp.where(jnp.sign(x) == xi, x, 0.0)
 
 
@@ -261,7 +264,7 @@ def _at_kink(w):
 
 def _l1_argsup(mu, w, p):
     """(g, ⟨g, p⟩) for the g ∈ ∂(μ‖·‖₁)(w) maximizing ⟨g, p⟩: μ sign(w_j) off the kinks,
-    μ sign(p_j) on them (paper 000, Sec. 7.3)."""
+    μ sign(p_j) on them (Yu et al. 2010, Sec. 7.3)."""
     g = mu * jnp.where(_at_kink(w), jnp.sign(p), jnp.sign(w))
     return g, jnp.vdot(g, p)
 
@@ -310,7 +313,7 @@ class _NoSmoothPart:
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class L1(_NoSmoothPart, Regularizer):
-    """μ ‖w‖₁ (paper 000, eq. 55; paper 002, eq. 1).
+    """μ ‖w‖₁ (Yu et al. 2010, eq. 55; Keskar et al. 2016, eq. 1).
 
     Args:
         mu: the strength μ ≥ 0 (`sweep` varies it: a μ-path).
@@ -380,7 +383,7 @@ class L1(_NoSmoothPart, Regularizer):
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class ElasticNet(Regularizer):
-    """μ ‖w‖₁ + λ/2 ‖w‖² (paper 003, Example 6, eq. 52, in its regularized form).
+    """μ ‖w‖₁ + λ/2 ‖w‖² (Zhang et al. 2010, Example 6, eq. 52, in its regularized form).
 
     Args:
         mu: the L1 strength μ ≥ 0: the strength `sweep` varies.
@@ -460,7 +463,7 @@ class ElasticNet(Regularizer):
 class Entropy(Regularizer):
     """λ Δ(w, w⁰) = λ Σᵢ wᵢ log(wᵢ/w⁰ᵢ) on the capped simplex {w ∈ [0, ν]ᵈ, Σw = 1}, w⁰ the
     uniform weights 1/d: the relative-entropy regularizer of entropy-regularized LPBoost
-    (paper 003, Example 5, eq. 51; ν = 1 is the plain simplex).
+    (Zhang et al. 2010, Example 5, eq. 51; ν = 1 is the plain simplex).
 
     It lives in the entropy geometry: its prox is the Bregman one (`bregman_prox`, a capped
     soft-max), it is λ-strongly convex with respect to d(w) = Σ wᵢ log wᵢ (and so λ-strongly
@@ -523,7 +526,7 @@ class Entropy(Regularizer):
 
     def bregman_prox(self, centre, weight, linear):
         """argmin_x weight·Δ(x, centre) + ⟨linear, x⟩ + λΔ(x, w⁰) over the capped simplex:
-        the model minimizers of AGM-EF in the entropy geometry (paper 003, Alg. 1 step 9,
+        the model minimizers of AGM-EF in the entropy geometry (Zhang et al. 2010, Alg. 1 step 9,
         Assumption 2). On the simplex Σx is fixed, so the objective is (weight + λ)·Σ x log x
         − ⟨t, x⟩ (weight + λ) up to a constant, t = (weight·log centre − linear)/(weight + λ):
         the capped soft-max of t (`nsjax.projections.entropic_capped_simplex`). weight may
@@ -540,9 +543,9 @@ class Entropy(Regularizer):
     def conjugate(self, v):
         """sup_w ⟨v, w⟩ − λΔ(w, w⁰) over the capped simplex: the sup is attained at the
         capped soft-max w of v/λ, where it is evaluated (without the cap: λ log Σ w⁰ᵢ
-        exp(vᵢ/λ)). (Paper 003, Example 5, writes it as −min_{β ≥ 0}{…}: the sign is a typo,
-        the conjugate is +min over the caps' multipliers β of λ log Σ w⁰ᵢ exp((vᵢ − βᵢ)/λ) +
-        ν Σβᵢ.)"""
+        exp(vᵢ/λ)). (Example 5 of Zhang et al. (2010) writes it as −min_{β ≥ 0}{…}: the sign
+        is a typo, the conjugate is +min over the caps' multipliers β of λ log Σ w⁰ᵢ
+        exp((vᵢ − βᵢ)/λ) + ν Σβᵢ.)"""
         from nsjax.projections import entropic_capped_simplex
 
         safe = jnp.where(self.lam > 0, self.lam, 1.0)
@@ -597,7 +600,7 @@ def _with_zero_bias(g, w):
 @dataclass(frozen=True)
 class ElasticNetBall(_NoSmoothPart, Regularizer):
     """The indicator of the elastic-net ball {w : γ‖w‖₁ + ½‖w‖² ≤ r}: the constrained form
-    of the elastic net (paper 003, Example 6; min R(Xw) over the ball, which for every λ of
+    of the elastic net (Zhang et al. 2010, Example 6; min R(Xw) over the ball, which for every λ of
     `ElasticNet` has an r with the same minimizer, and vice versa).
 
     A constraint, not a penalty (``constraint`` is True): its prox is the exact projection
@@ -670,7 +673,7 @@ class Unpenalized(Regularizer):
     problem with an unregularized bias (`Problem(..., bias=True)`), w = (w₁..w_d, b).
 
     Its conjugate is inner's on the first d rows plus the indicator of v_b = 0: a dual point
-    u gives a finite bound only where Σᵢ uᵢ = 0 (the bias hyperplane of paper 004, eq. 22),
+    u gives a finite bound only where Σᵢ uᵢ = 0 (the bias hyperplane of Saha et al. (2009), eq. 22),
     which `Problem.dual_value` enforces by projecting u first.
 
     Not a bundle or orthant-wise regularizer: ``quadratic`` and ``has_l1`` are False (w is

@@ -3,6 +3,8 @@
 Status is returned, not raised: inside `jit` and `vmap` a failure is a `RESULTS` member
 (stored as an int32 array). Outside them, a run that ends without `RESULTS.successful` issues
 a `ConvergenceWarning`, and `nsjax.solve(..., throw=True)` turns it into an error.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations

@@ -40,6 +40,8 @@ Shapes: nsjax compiles one solve per data shape (seconds each). A fit pads X wit
 so that the folds of a cross-validation and the fits of a grid search share one compiled
 solve; the objective and ``coef_`` are those of X as given.
 
+References: see docs/references.md.
+
 Example:
     >>> import nsjax.sklearn, nsjax
     >>> X, y = nsjax.datasets.breast_cancer()
@@ -340,7 +342,7 @@ class _LinearClassifier(_Multilabel, ClassifierMixin, _LinearModel):
     def _fit_multilabel(self, X, Y, sample_weight, solver):
         """Multilabel targets (an (n, K) 0/1 indicator): one binary problem per label, as
         scikit-learn's one-vs-rest does; `predict` gives the indicator of positive scores.
-        (The multilabel hinge of paper 000, eq. 51, scores label *rankings*: it is invariant
+        (The multilabel hinge of Yu et al. (2010), eq. 51, scores label *rankings*: it is invariant
         to a shift of all of an example's scores, so it has no threshold to predict a set
         with; it is `nsjax.losses.MultilabelHinge` for nsjax.Problem.)"""
         if self.class_weight is not None:
@@ -436,7 +438,7 @@ class LinearSVC(_LinearClassifier):
     """A linear SVM with the hinge loss, trained to a certified gap by nsjax.
 
     Minimizes λ/2 ‖w‖² + (1/n) Σᵢ max(0, 1 − yᵢ(xᵢᵀw + b)) (binary), or the Crammer–Singer
-    multiclass hinge (paper 000, eq. 35), with λ = 1/(C n): the objective of scikit-learn's
+    multiclass hinge (Yu et al. 2010, eq. 35), with λ = 1/(C n): the objective of scikit-learn's
     ``LinearSVC(loss="hinge")`` (its default loss is the squared hinge, which nsjax has not).
 
     Args:

@@ -6,7 +6,7 @@ R(S). Every loss subclasses `Loss` and gives
 - ``risk(S, y)``: the empirical risk R(S), a scalar;
 - ``dscores(S, y)``: an element u of ∂R(S) (so λw + Xᵀu ∈ ∂J(w));
 - ``argsup(S, dS, y)``: the u in ∂R(S) maximizing ⟨u, dS⟩, dS = X p: the oracle
-  argsup_{g∈∂J} gᵀp of paper 000 (eqs. 22–23) moved to score space;
+  argsup_{g∈∂J} gᵀp of Yu et al. (2010), eqs. 22–23, moved to score space;
 
 and may give
 
@@ -16,7 +16,7 @@ and may give
   otherwise `Problem.hvp` differentiates ``dscores``);
 
 - ``lines(S, dS, y)``: offsets b and slopes a, shape (n, r), with R(S + η dS) =
-  Σ_i max_j (b_ij + η a_ij) for η ≥ 0 (paper 000, eq. 33): the exact line search needs them;
+  Σ_i max_j (b_ij + η a_ij) for η ≥ 0 (Yu et al. 2010, eq. 33): the exact line search needs them;
 - ``conjugate(u, y)``: R*(u), for duality gaps from any dual point;
 - ``score_cut(S, y)``: (u, c), ``dscores``' u and the exact intercept of its plane,
   R(S′) ≥ ⟨u, S′⟩ + c for every S′, for a loss without ``conjugate`` (the max-affine
@@ -24,7 +24,7 @@ and may give
 - ``dual_scale_limit(u, y)``: where R*(s u) = s R*(u) for 0 ≤ s ≤ this limit (hinge), so a
   dual point can be improved by the best scalar s (see `nsjax.problem.Problem.dual_value`);
 - ``center_dual(u, y)``: the nearest dual point to u with Σᵢ uᵢ = 0 in the domain of R*,
-  which a problem with an unregularized bias needs for its certified gap (paper 004,
+  which a problem with an unregularized bias needs for its certified gap (Saha et al. 2009,
   eq. 22); a loss without it refuses ``bias=True``;
 - ``dual_certificate(problem, w, S)``: a tight lower bound on min J near w and the products
   with X it cost (the hinge's band fit, `nsjax.losses.hinge_certificate`);
@@ -38,7 +38,9 @@ parameters against the problem's size.
 
 Kinks are decided with a relative tolerance (`active_tol`): after an exact line search the
 iterate sits on a hinge only up to rounding, and treating it as off the hinge would hide the
-kink from direction finding (paper 000, Sec. 2.4).
+kink from direction finding (Yu et al. 2010, Sec. 2.4).
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations

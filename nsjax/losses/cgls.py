@@ -3,11 +3,13 @@
 The band-fitted dual certificates (`nsjax.losses.hinge_certificate` for the binary hinge,
 `nsjax.losses.max_affine_certificate` for the multiclass and multilabel hinge) fit the dual
 coefficients of the examples near a kink to the optimality condition ∇(λΩ)(w) + Xᵀu = 0 of
-paper 000 (eq. 21 for the binary hinge, eqs. 38–39 and 53 for K classes). That is a
+Yu et al. (2010): eq. 21 for the binary hinge, eqs. 38–39 and 53 for K classes. That is a
 least-squares problem min_z ‖A z − b‖² with A = Xᵀ (the dual map) restricted to the free
 coefficients; CGLS solves it with one product by A and one by Aᵀ per iteration, in a
 bounded `lax.while_loop` (jit- and vmap-able; arrays of any shape, inner products by
 `jnp.vdot`).
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations

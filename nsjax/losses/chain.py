@@ -1,5 +1,5 @@
-"""The max-margin Markov network loss on chains (paper 003, Example 4, eq. 46; paper 004,
-App. E.1), with the Hamming label loss and loss-augmented Viterbi as its oracle.
+"""The max-margin Markov network loss on chains (Zhang et al. 2010, Example 4, eq. 46; Saha
+et al. 2009, App. E.1), with the Hamming label loss and loss-augmented Viterbi as its oracle.
 
 A training example is a sequence of L tokens x_1..x_L ∈ R^d with labels y_1..y_L ∈ [K]. The
 joint feature map of a chain, φ(x, y) = Σ_t x_t ⊗ e_{y_t} + Σ_t e_{y_t} ⊗ e_{y_{t+1}}, is
@@ -20,6 +20,8 @@ The loss of sequence i is the largest loss-augmented score margin (eq. 46),
 and R(S) = (1/N) Σ_i R_i(S) over the N sequences. The Hamming loss decomposes over the
 tokens, so the max is a Viterbi pass on the node potentials S_t + Δ_t (one `lax.scan` over
 the positions, vmapped over the sequences): O(N L K²).
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def viterbi(node, trans, d_node=None, d_trans=None):
 
     With ``d_node``/``d_trans`` (a direction in the same shapes), ties are broken towards the
     labeling steepest along them: among the predecessors within `active_tol` of the best at
-    each step, the one with the largest directional score (the oracle of paper 000, eq. 23,
+    each step, the one with the largest directional score (the oracle of Yu et al. (2010), eq. 23,
     for a max over labelings; the max-plus recursion keeps that order because both parts add).
 
     Args:
@@ -85,14 +87,14 @@ def transition_counts(labels, K, dtype):
 @dataclass(frozen=True)
 class ChainHinge(MulticlassLabels, Loss):
     """M³N's structured hinge with the Hamming loss on chains of ``length`` tokens (module
-    docstring: eq. 46 of paper 003, the row layout of its scores).
+    docstring: eq. 46 of Zhang et al. (2010), the row layout of its scores).
 
     Build problems with `nsjax.chains.chain_problem` (it lays out the rows and labels);
     decode with `nsjax.chains.predict`. The bundle methods take it as it is: BMRM's cut is
     loss-augmented Viterbi (`dscores`), and the default solver (the Hybrid) adds subLBFGS
     steps with the tie-breaking oracle (`argsup`); there is no exact line search (no
     finite set of lines). `nsjax.solvers.Pragam` runs on the dual over the chains'
-    marginal polytope (paper 004, App. E; `nsjax.solvers.chain_dual`).
+    marginal polytope (Saha et al. 2009, App. E; `nsjax.solvers.chain_dual`).
 
     Args:
         length: L, the tokens per sequence (static: one compiled program per length).

@@ -1,4 +1,4 @@
-"""The F1-score loss of Joachims' multivariate SVM (paper 003, Example 3, eq. 43), its exact
+"""The F1-score loss of Joachims' multivariate SVM (Zhang et al. 2010, Example 3, eq. 43), its exact
 maximization over labelings, and its entropy smoothing by dynamic programming (Sec. 5.4,
 Algorithms 5–6).
 
@@ -12,6 +12,8 @@ positives a = n₊ − b. The risk is the structured hinge over all 2ⁿ labelin
 convex in S (a max of affine functions), ≥ 0 (y′ = y gives θ = 0). The paper writes
 Δ = 2a/(2a + b + c), the F1 *score*; as a loss that would make y′ = y the maximizer for every
 S, so Δ here is 1 − F1 (paper typo fixed).
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -209,7 +211,7 @@ _log_sum_grid.defvjp(_log_sum_grid_fwd, _log_sum_grid_bwd)
 @dataclass(frozen=True)
 class F1Loss(BinaryLabels, Loss):
     """Joachims' F1 loss, R(S) = max_{y′ ∈ {−1,1}ⁿ} [Δ(y′, y) + (1/n) Σᵢ Sᵢ (y′ᵢ − yᵢ)]
-    (paper 003, eq. 43, with Δ = 1 − F1: see the module docstring), labels y ∈ {−1, +1}
+    (Zhang et al. 2010, eq. 43, with Δ = 1 − F1: see the module docstring), labels y ∈ {−1, +1}
     (mapped by `Problem`).
 
     **The maximizing labeling** (Joachims' algorithm): for fixed (b, c) the best y′ flips the

@@ -1,4 +1,7 @@
-"""Binary hinge loss, paper 000 eqs. 19–23 and 25–28."""
+"""Binary hinge loss, Yu et al. (2010), eqs. 19–23 and 25–28.
+
+References: see docs/references.md.
+"""
 
 from __future__ import annotations
 

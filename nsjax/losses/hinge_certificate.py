@@ -10,6 +10,8 @@ by CGLS (`nsjax.losses.cgls`) to the optimality condition λw = Xᵀ(β∘y)/n (
 point. The multiclass and multilabel hinge do the same on the faces of their
 subdifferentials (`nsjax.losses.max_affine_certificate`). The widths
 cover the scales a margin point at distance ‖w − w*‖ from the optimum can have.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ CGLS_ITERATIONS = 50
 
 
 def hinge_dual_certificate(problem, w, S, iterations=CGLS_ITERATIONS):
-    """The best D(β) over the band widths: a lower bound on min J (paper 000, eq. 21).
+    """The best D(β) over the band widths: a lower bound on min J (Yu et al. 2010, eq. 21).
 
     Returns (D, number of products with X or Xᵀ spent).
     """

@@ -1,6 +1,9 @@
 """Sums (or the maximum) of pointwise maxima of affine functions of the scores.
 
-Paper 000, eq. 33 for the per-example maxima; paper 004, eq. 14 for the single maximum.
+Yu et al. (2010), eq. 33 for the per-example maxima; Saha et al. (2009), eq. 14 for the single
+maximum.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -20,15 +23,15 @@ from nsjax.losses.labels import is_traced
 class MaxAffine(Loss):
     """R(S) = reduce_i max_j (slopes[i, j] · S_i + offsets[i, j]).
 
-    Covers the binary hinge (r = 2), |x| terms and the toy problem (17) of paper 000:
+    Covers the binary hinge (r = 2), |x| terms and the toy problem (17) of Yu et al. (2010):
     10|x| + |y| is X = I, slopes = [[10, −10], [1, −1]], offsets = 0, reduction="sum".
     With reduction="max" the risk is one maximum over all n·r affine pieces, as in the
-    Hadamard problem of paper 004 (R(w) = max_i ⟨a_i, w⟩: X = Aᵀ, slopes = 1).
+    Hadamard problem of Saha et al. (2009), R(w) = max_i ⟨a_i, w⟩ (X = Aᵀ, slopes = 1).
     Labels are not used (pass ``y=None`` to `Problem`).
 
     Subgradients: for "mean"/"sum", `dscores` averages the active pieces (a point in the
     relative interior of ∂R); for "max" it takes the first active piece (a vertex of ∂R,
-    the "argmax" subgradient that the lower-bound construction of paper 004 assumes). The
+    the "argmax" subgradient that the lower-bound construction of Saha et al. (2009) assumes). The
     exact line search needs per-example maxima, so "max" has no lines.
 
     Args:

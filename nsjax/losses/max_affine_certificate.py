@@ -1,6 +1,6 @@
 """A tight dual point for losses that are per-example maxima of affine pieces of the scores.
 
-The multiclass hinge (paper 000, eq. 35, and its slack-rescaled variant) and the
+The multiclass hinge (Yu et al. 2010, eq. 35, and its slack-rescaled variant) and the
 multilabel hinge (eq. 51) are
 
     R(S) = (1/n) Σ_i max_j (c_ij + ⟨V_ij, S_i⟩),
@@ -33,6 +33,8 @@ simplex often cuts the least-squares fit where pieces tie in threes or more (at 
 every wrong label ties), so the pieces the projection set to 0 leave the support and the
 next pass refits on the rest, an active-set iteration that stops when the support no
 longer shrinks. The best D over all passes is the certificate.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations

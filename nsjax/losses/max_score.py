@@ -1,6 +1,10 @@
-"""The largest score, R(S) = max_i S_i: entropy-regularized LPBoost's loss (paper 003,
-Example 5, eq. 51: g*(s) = max over the t edge vectors) and that of paper 004's Hadamard
-problem (eq. 14), with its soft-max smoothing (paper 003, Sec. 5.1, Example 2)."""
+"""The largest score, R(S) = max_i S_i: entropy-regularized LPBoost's loss (Zhang et al.
+2010, Example 5, eq. 51: g*(s) = max over the t edge vectors) and that of the Hadamard
+problem of Saha et al. (2009), eq. 14, with its soft-max smoothing (Zhang et al. 2010,
+Sec. 5.1, Example 2).
+
+References: see docs/references.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Multiclass hinge loss, paper 000 eqs. 35–43 (margin rescaling) and footnote 2 (slack)."""
+"""Multiclass hinge loss, Yu et al. (2010), eqs. 35–43 (margin rescaling) and footnote 2 (slack).
+
+References: see docs/references.md.
+"""
 
 from __future__ import annotations
 

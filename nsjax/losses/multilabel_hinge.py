@@ -1,4 +1,7 @@
-"""Multilabel hinge loss, paper 000 eqs. 50–54."""
+"""Multilabel hinge loss, Yu et al. (2010), eqs. 50–54.
+
+References: see docs/references.md.
+"""
 
 from __future__ import annotations
 

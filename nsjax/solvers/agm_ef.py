@@ -1,4 +1,4 @@
-"""AGM-EF-∞ with adaptive L (paper 003, Alg. 1–2, Sec. 3.3) for the linear SVM, in the
+"""AGM-EF-∞ with adaptive L (Zhang et al. 2010, Alg. 1–2, Sec. 3.3) for the linear SVM, in the
 primal (smoothed hinge, Sec. 5.1.1) or in the dual (Sec. 5.1.2 / 5.3).
 
 AGM-EF minimizes a composite F(x) = f(x) + Ψ(x), f L-smooth, Ψ λ₂-strongly convex with an
@@ -57,6 +57,11 @@ step divides it by γ_d, so it falls to the right scale within a few steps. A ca
 with zero weights (where the entropy geometry cannot leave the boundary) is moved towards
 the uniform weights by 1e-3 to give the prox centre x₀; the recorded start is w⁰ itself.
 Each step's backtracking on L stops after `MAX_RAISES` raises (a factor γ_u^64).
+
+References:
+    Zhang et al. (2010): Xinhua Zhang, Ankan Saha and S.V.N. Vishwanathan, "Regularized Risk
+    Minimization by Nesterov's Accelerated Gradient Methods: Algorithmic Extensions and
+    Empirical Studies", arXiv:1011.0472, 2010. The other works cited here: docs/references.md.
 """
 
 from __future__ import annotations
@@ -161,7 +166,7 @@ class _Trial(NamedTuple):
 
 @solver_options
 class AGMEF(Solver):
-    """AGM-EF-∞ with adaptive L (paper 003, Alg. 2) for the linear SVM (binary hinge + L2,
+    """AGM-EF-∞ with adaptive L (Zhang et al. 2010, Alg. 2) for the linear SVM (binary hinge + L2,
     with or without a bias), in the primal or the dual (module docstring). The primal scheme
     also takes L1, ElasticNet (Euclidean prox), `nsjax.regularizers.Entropy` (the entropy
     geometry: Bregman prox steps on the capped simplex) and the constraint
@@ -182,7 +187,7 @@ class AGMEF(Solver):
             power-iteration estimate.
         power_iterations: power iterations of that estimate, an int >= 1.
         prox_function: the primal scheme's prox-function on Q₂ for the hinge: "uniform"
-            (d = ½‖α‖², the default) or "optimized" (paper 003 §5.6: d = ½Σ bᵢ²αᵢ² with
+            (d = ½‖α‖², the default) or "optimized" (Zhang et al. 2010, §5.6: d = ½Σ bᵢ²αᵢ² with
             bᵢ² = |xᵢᵀv*|, v* the top eigenvector of XᵀX by power iteration, floored at
             `WEIGHT_FLOOR` times their mean; the paper's bound on L·D is lower on rows of
             very different sizes, but with the adaptive L the step counts barely change,
@@ -264,7 +269,7 @@ class AGMEF(Solver):
         if self.optimized and not (self.scheme == "primal" and not _other_loss(problem)
                                    and not problem.bias):
             raise ValueError(f"{name}(prox_function='optimized') smooths the hinge in the "
-                             "primal scheme, without a bias (paper 003 §5.6): use "
+                             "primal scheme, without a bias (Zhang et al. 2010, §5.6): use "
                              "scheme='primal', Hinge and bias=False, or prox_function="
                              "'uniform'.")
         if not _entropy_geometry(problem):

@@ -1,4 +1,4 @@
-"""AGM-EF-1 with adaptive L (paper 003, Alg. 3–4, Sec. 4.2) for the linear SVM, in the
+"""AGM-EF-1 with adaptive L (Zhang et al. 2010, Alg. 3–4, Sec. 4.2) for the linear SVM, in the
 primal or the dual scheme of `nsjax.solvers.agm_ef` (same f, Ψ, images and certificates).
 
 AGM-EF-1 compresses the estimate function to a quadratic: q_k(x) = c_k Δ(x, z_k) + Q_k with
@@ -19,6 +19,8 @@ Start (Alg. 3, steps 1–4, and Alg. 4, steps 1–7): u₀ is the scheme's start
 z₀ = x₀ = argmin q₀ with q₀ = L Δ(·, u₀) + Ψ + ℓ_f(·; u₀); thereafter q₀ is replaced by
 the quadratic c₀Δ(·, z₀) + q₀(z₀) below it (q₀ is c₀-strongly convex with minimizer z₀), the
 form every later q_k has; Lemmas 11–12 hold for it unchanged.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class AGMEF1State(NamedTuple):
 
 @solver_options
 class AGMEF1(AGMEF):
-    """AGM-EF-1 with adaptive L (paper 003, Alg. 4) for the linear SVM; options as `AGMEF`
+    """AGM-EF-1 with adaptive L (Zhang et al. 2010, Alg. 4) for the linear SVM; options as `AGMEF`
     (``scheme``, ``epsilon``, ``gamma_d``, ``gamma_u``, ``spectral_norm_sq``,
     ``power_iterations``). One quadratic model instead of AGMEF's running sums: the same
     cost a step, a different sequence of steps (module docstring).

@@ -31,6 +31,8 @@ Example: a new solver is one file (see ``tests/toy_solver.py`` for a complete on
     ...                      np.eye(2), [1, -1])
     >>> nsjax.solve(prob, Stay(), max_steps=3).result
     <RESULTS.max_steps_reached: 1>
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ def converged(value, gap, tol):
     return gap <= tol * jnp.maximum(1.0, jnp.abs(value))
 
 
-#: The paper's stall rule (paper 000, Sec. 7; Andrew and Gao) averages J's decrease over
-#: this many steps.
+#: The paper's stall rule (Yu et al. 2010, Sec. 7; Andrew and Gao 2007) averages J's
+#: decrease over this many steps.
 STALL_WINDOW = 5
 
 

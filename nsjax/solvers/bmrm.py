@@ -1,15 +1,15 @@
-"""BMRM, the bundle method for regularized risk minimization (paper 001, Alg. 1), and its
-variant with an exact line search between iterates (paper 000, Sec. 7.4: OCAS-like ls-BMRM).
+"""BMRM, the bundle method for regularized risk minimization (Smola et al. 2007, Alg. 1), and its
+variant with an exact line search between iterates (Yu et al. 2010, Sec. 7.4: OCAS-like ls-BMRM).
 
 Each step adds the cutting plane R(w) ≥ ⟨a, w⟩ + b taken at the current iterate (a ∈ ∂R(w),
-b = R(w) − ⟨a, w⟩, eq. 3 of paper 001; exactly, b = −R*(u) or the loss's own intercept:
+b = R(w) − ⟨a, w⟩, eq. 3 of Smola et al. (2007); exactly, b = −R*(u) or the loss's own intercept:
 `Problem.cut`) to a bundle held in preallocated device buffers, and
 minimizes the model J_t(w) = λ/2 ‖w‖² + max_i (⟨a_i, w⟩ + b_i) through its dual, a QP over
 the simplex with Q = AᵀA/λ (Thm. 2, Cor. 3; `simplex_qp.py`); then w_t = −A α / λ.
 
 Certified gap: every dual point α gives D(α) = −αᵀQα/(2λ) + bᵀα ≤ min J_t ≤ J*, so
-ε_t = min_{t'≤t} J(w_{t'}) − max_{t'≤t} D(α_{t'}) (eq. 4 of paper 004, with J_t(w_t) = D(α_t)
-at the QP's optimum) bounds the suboptimality of the best iterate, which is what
+ε_t = min_{t'≤t} J(w_{t'}) − max_{t'≤t} D(α_{t'}) (eq. 4 of Saha et al. 2009, with
+J_t(w_t) = D(α_t) at the QP's optimum) bounds the suboptimality of the best iterate, which is what
 `Solution.w` returns (BMRM's iterates are not monotone in J; the loop keeps the best).
 
 Precision: the bundle's arithmetic (offsets b, Gram matrix Q, weights α, the combination
@@ -30,10 +30,11 @@ for tiny λ on large d.
 Proximity (the OCAS-like variant only): the line search heads for the minimizer of the model
 plus τ/2 ‖w − w_t‖², τ = 1.5 λ by default (`BMRM.proximity`), instead of the model's own
 minimizer. This is Kiwiel's proximity control of bundle methods (Math. Programming 46, 1990),
-not in papers 000/001, with the prox centre at the line search's iterate. At small λ the
-model's own minimizer lies far from w_t where the model is poor; the proximity term pulls it
-back. On the 50,000 × 20,000 sparse binary set at λ = 1e-6 it cut the steps to relative
-suboptimality 1e-3 from 369 to 320 (text-like set: 361 to 308; at λ = 1e-5, 78 to 74).
+not in Yu et al. (2010) or Smola et al. (2007), with the prox centre at the line search's
+iterate. At small λ the model's own minimizer lies far from w_t where the model is poor; the
+proximity term pulls it back. On the 50,000 × 20,000 sparse binary set at λ = 1e-6 it cut
+the steps to relative suboptimality 1e-3 from 369 to 320 (text-like set: 361 to 308; at
+λ = 1e-5, 78 to 74).
 The QP is the same with λ + τ for λ and offsets shifted by ⟨a_i, w_t⟩ (`iterate`), which are
 kept as the state's ``center_q`` without reading A: a new cut's by one dot product, the
 others along the step's lines from Q α. The certificate does not change: every α on the
@@ -54,6 +55,11 @@ share ``merge`` (1/8) of them with the smallest α are aggregated into one cut, 
 α-weighted mean (Σ α_i a_i, Σ α_i b_i over Σ α_i): a convex combination of minorants of R is a
 minorant, so the lower bound stays valid, and the model's minimum is unchanged (Kiwiel's
 aggregation, applied to a part of the bundle so that the rest of the model survives).
+
+References:
+    Smola et al. (2007): Alexander J. Smola, S.V.N. Vishwanathan and Quoc V. Le, "Bundle Methods
+    for Machine Learning", Advances in Neural Information Processing Systems 20 (NIPS 2007). The
+    other works cited here: docs/references.md.
 """
 
 from __future__ import annotations
@@ -173,7 +179,8 @@ def check_bundle_problem(problem, name):
 
 @solver_options
 class BMRM(Solver):
-    """qp-BMRM (paper 001, Alg. 1), optionally with the exact line search of paper 000.
+    """qp-BMRM (Smola et al. 2007, Alg. 1), optionally with the exact line search of Yu et al.
+    (2010).
 
     Args:
         capacity: number of cuts kept on the device (see the module docstring when full),
@@ -181,7 +188,7 @@ class BMRM(Solver):
             whose capacity × d cuts and capacity² Gram matrices do not fit in the
             machine's memory (`nbytes`).
         line_search: "none" (plain BMRM: w_{t+1} is the model's minimizer) or "exact"
-            (OCAS-like ls-BMRM, paper 000 Sec. 7.4: exact line search from the current
+            (OCAS-like ls-BMRM, Yu et al. 2010, Sec. 7.4: exact line search from the current
             iterate towards the model's minimizer, cut taken just past the line's optimum;
             needs a loss that gives its lines).
         qp_iterations: accelerated projected-gradient iterations of the inner QP per step
@@ -203,7 +210,7 @@ class BMRM(Solver):
             τ = proximity · λ of a proximity term τ/2 ‖w − w_t‖² added to the model whose
             minimizer the line search heads for (module docstring: Proximity). ``None``:
             `PROXIMITY` (1.5) with the exact line search, 0 (plain BMRM) without it; 0 is
-            paper 000's OCAS-like BMRM.
+            the OCAS-like BMRM of Yu et al. (2010).
 
     Stops on the certified gap ε_t ≤ tol · max(1, |J|). Its iterates are not monotone in
     J; `solve` returns the best (``sol.history.best`` is the best-so-far curve).
@@ -391,7 +398,7 @@ class BMRM(Solver):
 
     def minimize_model(self, state: BundleState, lam):
         """(α, Σ α_i a_i, w, ⟨a_i, w⟩): the minimizer w of the model J_t(w) + τ/2 ‖w − w_t‖²
-        (τ = 0 without a proximity term: paper 001, Cor. 3) and its dual weights α.
+        (τ = 0 without a proximity term: Smola et al. 2007, Cor. 3) and its dual weights α.
 
         With τ > 0 (module docstring: Proximity), J_t(w) + τ/2 ‖w − w_t‖² equals
         κ/2 ‖w − θ w_t‖² + max_i (⟨a_i, w⟩ + b_i) up to a constant (κ = λ + τ, θ = τ/κ): the
@@ -448,7 +455,7 @@ class BMRM(Solver):
             inf = jnp.full_like(dual, jnp.inf)
             return state, CutPoint(w_model, S_model, w_model, S_model, inf, state.center_q,
                                    state.center_q, dual, same_model)
-        # OCAS (Franc & Sonnenburg 2008; paper 000 Sec. 7.4): search the line from the
+        # OCAS (Franc & Sonnenburg 2008; Yu et al. 2010, Sec. 7.4): search the line from the
         # current iterate w_b to the model's minimizer exactly, then take the next cut a
         # little past the line's optimum, at (1 − μ) w_ls + μ w_model with μ = 0.1, so
         # that the model improves even when the line search cannot move (η* = 0).

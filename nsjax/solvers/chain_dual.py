@@ -1,5 +1,5 @@
-"""The adjoint of M³N on chains in marginal coordinates (paper 003, eq. 48; paper 004,
-App. E.1): what `nsjax.solvers.Pragam` needs for `nsjax.losses.ChainHinge`.
+"""The adjoint of M³N on chains in marginal coordinates (Zhang et al. 2010, eq. 48; Saha et al.
+2009, App. E.1): what `nsjax.solvers.Pragam` needs for `nsjax.losses.ChainHinge`.
 
 Eq. 48 puts a weight α^i_y on every labeling y of chain i (Σ_y α^i_y = 1/N). The loss and the
 scores decompose over the chain's edges, so only the pairwise marginals α_{i,e}(a, b) of
@@ -19,8 +19,10 @@ maps to the dual point
 
 and D(α) = ⟨ℓ, α⟩ − ‖Xᵀu(α)‖²/(2λ), w(α) = −Xᵀu(α)/λ, ∇D(α) = ℓ + Bᵀ X w(α) = the edge
 potentials θ at the scores of w(α) (B's adjoint spreads scores onto edges as above). The
-prox-function is ½‖α‖² on the marginals (paper 004, App. E.3: the projection onto the
+prox-function is ½‖α‖² on the marginals (Saha et al. 2009, App. E.3: the projection onto the
 polytope in L₂), D₂ = max_Q ½‖α‖² = (L − 1)/(2N²).
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def gradient(problem, S):
 
 def project(problem, alpha):
     """Π_{Q₂}: the projection onto the chains' local marginal polytope, edges summing to 1/N
-    (`nsjax.projections.project_chain_marginals`, paper 004, App. E.3.1)."""
+    (`nsjax.projections.project_chain_marginals`, Saha et al. 2009, App. E.3.1)."""
     return project_chain_marginals(alpha, 1.0 / alpha.shape[0])
 
 

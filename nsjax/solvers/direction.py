@@ -1,4 +1,4 @@
-"""Direction finding of paper 000, Alg. 2 (derivation in its Appendix A, eqs. 56–78).
+"""Direction finding of Yu et al. (2010), Alg. 2 (derivation in their Appendix A, eqs. 56–78).
 
 Given a subgradient g⁽¹⁾ ∈ ∂J(w) and the quasi-Newton memory B, find p that (nearly)
 minimizes the pseudo-quadratic model M(p) = ½ pᵀB⁻¹p + sup_{g∈∂J(w)} gᵀp (eq. 8). Each
@@ -8,6 +8,8 @@ and sets p = −B ḡ (line 9). Everything runs in score space where it can:
 g⁽ⁱ⁺¹⁾ᵀp⁽ⁱ⁾ = λwᵀp + ⟨u, X p⟩ costs no product with Xᵀ, and M(p⁽ʲ⁾) = −½ p⁽ʲ⁾ᵀḡ⁽ʲ⁾ +
 g⁽ʲ⁺¹⁾ᵀp⁽ʲ⁾ needs no B⁻¹. The common case (no kink in the way, Table 2's k = 0) costs one
 product X p and no product with Xᵀ.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class Direction(NamedTuple):
 
 
 def find_direction(problem, memory, mem, w, S, g, u, g_reg, eps, k_max) -> Direction:
-    """Alg. 2 of paper 000: descentDirection(g⁽¹⁾, ε, k_max).
+    """Alg. 2 of Yu et al. (2010): descentDirection(g⁽¹⁾, ε, k_max).
 
     Args:
         problem: the `Problem`.

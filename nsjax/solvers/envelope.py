@@ -1,5 +1,5 @@
-"""The kinks of each example's maximum of lines, for the exact line search (paper 000, Alg. 4's
-task), found by walking along the envelope, all examples at once.
+"""The kinks of each example's maximum of lines, for the exact line search (the task of
+Alg. 4 of Yu et al. 2010), found by walking along the envelope, all examples at once.
 
 For each example, ϱ(η) = max_p (b_p + η a_p) on η ≥ 0 is convex and piecewise linear. Its
 active line at 0⁺ is the steepest of the lines maximal at 0 (the right derivative, as in
@@ -25,6 +25,8 @@ active line (its offset and slope), not its index: no gather per step.
 
 Parallel lines never cross (no kink); coincident lines and masked lines (b = −inf) are never
 steeper-and-finite candidates, so they are skipped.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations

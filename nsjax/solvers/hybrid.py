@@ -1,6 +1,6 @@
-"""The hybrid that paper 000 proposes in Sec. 8: subLBFGS first, then the OCAS-like BMRM.
+"""The hybrid that Yu et al. (2010) propose in Sec. 8: subLBFGS first, then the OCAS-like BMRM.
 
-Paper 000 observes (Sec. 7.4, Fig. 13–14) that subLBFGS's local quadratic model makes fast
+Yu et al. (2010) observe (Sec. 7.4, Fig. 13–14) that subLBFGS's local quadratic model makes fast
 early progress but is "less appropriate for final convergence", while bundle methods start
 slowly (their piecewise-linear model needs many cuts) and finish well, and suggests "a hybrid
 approach that first runs subLBFGS then switches to ls-BMRM" (Sec. 7.4 and 8). This is it, in
@@ -27,7 +27,7 @@ one compiled loop with one history and one certified gap:
   at step 14 (Letter-like Crammer–Singer at λ = 1e-5: 101 steps to 1e-3, 65 with the
   minimum, subLBFGS alone 45), at a cost of 0–13 % more steps where the rule would have
   switched after 20–39 steps (binary sets, digits even/odd).
-- Phase 2, BMRM with the exact line search (`BMRM(line_search="exact")`, paper 000 Sec. 7.4,
+- Phase 2, BMRM with the exact line search (`BMRM(line_search="exact")`, Yu et al. 2010, Sec. 7.4,
   with its default proximity term, `nsjax.solvers.bmrm`) from the current iterate, its
   bundle started from the cut taken there. With
   ``keep_cuts=True`` it also keeps phase 1's last ``capacity`` cuts: its model is then
@@ -39,6 +39,8 @@ one compiled loop with one history and one certified gap:
   J* for thousands of steps, every cut active, whatever the capacity. The loop keeps the
   best lower bound of both phases (`Best`) either way. Problems whose loss gives no lines
   get plain qp-BMRM.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ class HybridState(NamedTuple):
 
 @solver_options
 class Hybrid(Solver):
-    """subLBFGS, then the exact-line-search BMRM from its iterate (paper 000, Sec. 8).
+    """subLBFGS, then the exact-line-search BMRM from its iterate (Yu et al. 2010, Sec. 8).
 
     The default solver of `nsjax.solve`: fast early progress from subLBFGS, a certified gap
     closed by the bundle method. See the module docstring for the switch rule.

@@ -1,12 +1,14 @@
 """Line searches along w + η p, in score space (no matvec per trial step).
 
-`exact_line_search` is Alg. 3 of paper 000 (eqs. 26–32) generalised to any loss that gives
+`exact_line_search` is Alg. 3 of Yu et al. (2010), eqs. 26–32, generalised to any loss that gives
 its lines: the kinks of Φ(η) = J(w + η p) and their slope jumps are found for all examples at
 once, the first kink where sup ∂Φ ≥ 0 is located (by sorting and accumulating the jumps, or
 by bisection on CPUs and multisection on GPUs), and η* is that kink or the root of the
 quadratic piece to its left.
 `wolfe_line_search` finds a step satisfying the subgradient Wolfe conditions (16) by
 bracketing, for losses without lines.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from nsjax.solvers.envelope import envelope_kinks
 
 @dataclass(frozen=True)
 class ExactLineSearch:
-    """The exact line search along w + η p (paper 000, Alg. 3 generalised) on the
+    """The exact line search along w + η p (Yu et al. 2010, Alg. 3 generalised) on the
     problem's `Line` (the loss's lines and the regularizer's pieces).
 
     Args:
@@ -57,7 +59,7 @@ class ExactLineSearch:
 
 @dataclass(frozen=True)
 class WolfeLineSearch:
-    """A step satisfying the subgradient Wolfe conditions (16) of paper 000, for any loss.
+    """A step satisfying the subgradient Wolfe conditions (16) of Yu et al. (2010), for any loss.
 
     Args:
         c1, c2: the constants of (16), finite numbers with 0 < c1 < c2 < 1.

@@ -1,4 +1,4 @@
-"""ls-BMRM: the line-search variant of BMRM (paper 001, Sec. 5, eq. 15 and Alg. 2).
+"""ls-BMRM: the line-search variant of BMRM (Smola et al. 2007, Sec. 5, eq. 15 and Alg. 2).
 
 Instead of re-solving the bundle QP, each step moves the dual point along the segment from
 the current α_t to the newest cut, ((1 − η) α_t, η), by the closed-form maximizer of the
@@ -14,6 +14,8 @@ is min_{t'≤t} J(w_{t'}) − max_{t'≤t} D(α_{t'}).
 Start: the paper's w_0 = 0, r_0 = 0 is the dual point on the cut (0, 0), a minorant only when
 R ≥ 0. Here the first step takes η = 1 on the first real cut instead (w_1 = −a_1/λ,
 r_1 = b_1), valid for any risk and any w_0.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class LineSearchBMRMState(NamedTuple):
 
 @solver_options
 class LineSearchBMRM(Solver):
-    """ls-BMRM (paper 001, Sec. 5): O(d) memory, one product with X and Xᵀ per step.
+    """ls-BMRM (Smola et al. 2007, Sec. 5): O(d) memory, one product with X and Xᵀ per step.
 
     Stops on the certified gap ≤ tol · max(1, |J|); `solve` returns the best iterate.
 

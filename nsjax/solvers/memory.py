@@ -2,8 +2,10 @@
 
 `LBFGSMemory` keeps the last m pairs (s, y) and applies B by the two-loop recursion
 (Nocedal and Wright, Alg. 7.4) with the usual scaling B₀ = (sᵀy / yᵀy) I; `DenseBFGSMemory`
-stores B itself and applies the rank-two update (6) of paper 000. Both skip the update, and
+stores B itself and applies the rank-two update (6) of Yu et al. (2010). Both skip the update, and
 report it, when the curvature sᵀy is too small to keep B positive definite.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class LBFGSState(NamedTuple):
 
 @dataclass(frozen=True)
 class LBFGSMemory:
-    """Limited-memory B from the last ``m`` pairs (paper 000, Sec. 2.5).
+    """Limited-memory B from the last ``m`` pairs (Yu et al. 2010, Sec. 2.5).
 
     ``scaling=False`` keeps B₀ = I (Alg. 1) instead of the secant scaling: on small, very
     nonsmooth problems the ratio sᵀy / yᵀy jumps with every kink crossed and shrinks steps.
@@ -106,7 +108,7 @@ class LBFGSMemory:
     def _gamma(self, mem, sy, yy):
         """B₀ = γ I: γ = sᵀy / yᵀy of the newest pair (1 without pairs or scaling)."""
         if not self.scaling:
-            return jnp.ones((), mem.rho.dtype)  # B₀ = I, as in Alg. 1 of paper 000
+            return jnp.ones((), mem.rho.dtype)  # B₀ = I, as in Alg. 1 of Yu et al. (2010)
         return jnp.where(mem.count > 0, sy / jnp.where(yy > 0, yy, 1.0), 1.0)
 
     def apply(self, mem: LBFGSState, v):
@@ -229,7 +231,7 @@ class DenseBFGSState(NamedTuple):
 
 @dataclass(frozen=True)
 class DenseBFGSMemory:
-    """Full-matrix B for subBFGS (Alg. 1 of paper 000), for small d; w must be 1-D."""
+    """Full-matrix B for subBFGS (Yu et al. 2010, Alg. 1), for small d; w must be 1-D."""
 
     def nbytes(self, problem) -> int:
         """The bytes of B for ``problem``: 3·d² numbers in its dtype for d weights (B, its

@@ -1,5 +1,5 @@
-"""OBA, the orthant-based adaptive method of Keskar, Nocedal, Öztoprak and Wächter (paper
-002, Algorithms 1 and 2), for φ(w) = f(w) + μ‖w‖₁ with f smooth.
+"""OBA, the orthant-based adaptive method of Keskar et al. (2016), Algorithms 1 and 2, for
+φ(w) = f(w) + μ‖w‖₁ with f smooth.
 
 In nsjax terms f(w) = R(Xw) + the smooth part of λΩ and μ = `Problem.l1_weight` (L1: μ = λ;
 ElasticNet: f also holds λ₂/2‖w‖²). One step of the nsjax loop is one outer iteration of
@@ -97,6 +97,12 @@ Jacobi diagonal (a product with X∘X), two per CG iteration (`Problem.hvp`), tw
 line-search trial that P clips, one for X x̂, one for the ISTA point when the backup is
 taken (the segment's scores are combinations of the two), and one (Xᵀu) for the new
 gradient.
+
+References:
+    Keskar et al. (2016): Nitish Shirish Keskar, Jorge Nocedal, Figen Öztoprak and Andreas
+    Wächter, "A Second-Order Method for Convex ℓ1-Regularized Optimization with Active-Set
+    Prediction", Optimization Methods and Software 31(3):605–621, 2016 (arXiv:1505.04315). The
+    other works cited here: docs/references.md.
 """
 
 from __future__ import annotations
@@ -355,8 +361,8 @@ def estimate_lipschitz(problem, w0, S0, iterations, safety):
 
 @solver_options
 class OBA(Solver):
-    """OBA (paper 002, Algorithm 2): active-set prediction with a corrective cycle, subspace
-    Newton-CG steps and an ISTA globalization, for a smooth loss + L1 (or elastic net).
+    """OBA (Keskar et al. 2016, Algorithm 2): active-set prediction with a corrective cycle,
+    subspace Newton-CG steps and an ISTA globalization, for a smooth loss + L1 (or elastic net).
 
     Args:
         eta: η of τ⁰ = max(1, ⌊η n⌋), the initial cap on the number of zero variables

@@ -1,26 +1,28 @@
 """OWL-QN, the orthant-wise limited-memory quasi-Newton method of Andrew and Gao (2007), as
-paper 000 states it in Sec. 6.1.1, for J(w) = f(w) + μ‖w‖₁ with f smooth.
+Yu et al. (2010) state it in Sec. 6.1.1, for J(w) = f(w) + μ‖w‖₁ with f smooth.
 
 The L1 term is linear inside an orthant, so OWL-QN keeps an L-BFGS model of f alone and
 moves orthant by orthant:
 
-1. the pseudo-gradient ◇ = the minimum-norm subgradient of J (paper 002, eq. 4; Andrew and
+1. the pseudo-gradient ◇ = the minimum-norm subgradient of J (Keskar et al. 2016, eq. 4; Andrew and
    Gao's eq. 4): ∇f + μ sign(w) off zero; at w_i = 0 the point of [∂_i f − μ, ∂_i f + μ]
    nearest 0;
 2. the quasi-Newton direction p = −B ◇, aligned with it: p_i = 0 where p_i ◇_i ≥ 0
-   (the projection π(p, ◇) of paper 000, Sec. 6.1.1);
+   (the projection π(p, ◇) of Yu et al. (2010), Sec. 6.1.1);
 3. the orthant ξ_i = sign(w_i), or sign(−◇_i) where w_i = 0;
 4. projected backtracking: w(α) = P_ξ(w + α p), which zeroes the coordinates that leave the
    orthant, with α halved from 1 until J(w(α)) ≤ J(w) + γ ◇ᵀ(w(α) − w), γ = 1e-4;
 5. the memory takes s = w_{t+1} − w_t, y = ∇f(w_{t+1}) − ∇f(w_t): the smooth part only.
 
-``random_subgradient=True`` is OWL-QNr of paper 000, Sec. 7.3: step 1 takes a random element
+``random_subgradient=True`` is OWL-QNr of Yu et al. (2010), Sec. 7.3: step 1 takes a random element
 of ∂J(w) (uniform in [−μ, μ] on the zero coordinates) instead of ◇. It breaks OWL-QN, which
 relies on ◇; `OWLQNStar` recovers from it.
 
 Certified gap: u = ∇R(Xw) scaled into ‖Xᵀu‖∞ ≤ μ is a dual point (`Problem.dual_value`);
 its bound costs no product with X. Stops on the gap ≤ tol·max(1, |J|), or (the paper's
 rule) when J's relative decrease averaged over 5 steps falls below ``stall_tol``.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ class OWLQNState(NamedTuple):
 
 @solver_options
 class OWLQN(Solver):
-    """OWL-QN (Andrew and Gao 2007; paper 000, Sec. 6.1.1) for a smooth loss + L1 or
+    """OWL-QN (Andrew and Gao 2007; Yu et al. 2010, Sec. 6.1.1) for a smooth loss + L1 or
     elastic net (with L2 alone it is L-BFGS with a backtracking search).
 
     Args:
@@ -124,10 +126,10 @@ class OWLQN(Solver):
         stall_tol: stop (``stalled``) when J's relative decrease averaged over the last 5
             steps is below this (0: when J stopped decreasing; decreases are resolved below
             J's rounding): Andrew and Gao's rule, here a fallback behind the gap. A finite
-            number >= 0. Their 1e-5 (paper 000, Sec. 7.3), or even 1e-12, stops before the
+            number >= 0. Their 1e-5 (Yu et al. 2010, Sec. 7.3), or even 1e-12, stops before the
             certified gap closes: the gap of the scaled gradient shrinks like ‖◇‖·‖w‖, the
             square root of J's error.
-        random_subgradient: OWL-QNr (paper 000, Sec. 7.3): start from a random subgradient
+        random_subgradient: OWL-QNr (Yu et al. 2010, Sec. 7.3): start from a random subgradient
             instead of the pseudo-gradient (a robustness experiment, not for use). True or
             False.
         seed: the seed of ``random_subgradient``, an int (any that `jax.random.key` takes:

@@ -1,6 +1,6 @@
-"""OWL-QN*: OWL-QN with the direction finding of subLBFGS (paper 000, Sec. 7.3).
+"""OWL-QN*: OWL-QN with the direction finding of subLBFGS (Yu et al. 2010, Sec. 7.3).
 
-Paper 000 plugs its Algorithm 2 (`nsjax.solvers.direction.find_direction`) into OWL-QN in
+Yu et al. (2010) plug their Algorithm 2 (`nsjax.solvers.direction.find_direction`) into OWL-QN in
 place of the aligned quasi-Newton step: p = descentDirection(g, ε, k_max), with the L1
 oracle argsup_{g∈∂J(w)} gᵀp = ∇f + μ sign(w_i) off zero and μ sign(p_i) on the zero
 coordinates (Sec. 7.3). Everything else is OWL-QN's (`nsjax.solvers.owlqn`): the L-BFGS
@@ -10,7 +10,9 @@ onto ξ only removes components that do not descend, so p stays a descent direct
 
 Algorithm 2 is self-correcting: started from a random subgradient (OWL-QN*r,
 ``random_subgradient=True``) it still finds a descent direction, where OWL-QN (OWL-QNr)
-breaks down (paper 000, Sec. 7.3 and Table 2).
+breaks down (Yu et al. 2010, Sec. 7.3 and Table 2).
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from nsjax.solvers.owlqn import OWLQN, OWLQNState
 
 @solver_options
 class OWLQNStar(OWLQN):
-    """OWL-QN* (paper 000, Sec. 7.3): OWL-QN whose direction comes from Algorithm 2.
+    """OWL-QN* (Yu et al. 2010, Sec. 7.3): OWL-QN whose direction comes from Algorithm 2.
 
     Args:
         eps: the direction-finding tolerance ε on the model gap (Alg. 2; Sec. 7: 1e-5), a

@@ -1,4 +1,4 @@
-"""Pragam and Pragam-b: primal–adjoint gap minimization for the linear SVM (paper 004,
+"""Pragam and Pragam-b: primal–adjoint gap minimization for the linear SVM (Saha et al. 2009,
 Sec. 4, Alg. 1), and for max-margin Markov networks on chains (App. E.1).
 
 The binary hinge with L2, J(w) = λ/2 ‖w‖² + (1/n) Σᵢ max(0, 1 − yᵢ⟨xᵢ, w⟩), has the adjoint
@@ -9,7 +9,7 @@ The binary hinge with L2, J(w) = λ/2 ‖w‖² + (1/n) Σᵢ max(0, 1 − yᵢ�
 and with an unregularized bias (Pragam-b: `Problem(..., bias=True)`, J(w) = λ/2‖w‖² +
 min_b (1/n) Σᵢ max(0, 1 − yᵢ(⟨xᵢ, w⟩ + b)), eq. 20) the same D on Q₂ ∩ {Σᵢ yᵢαᵢ = 0}
 (eq. 22), where Π_{Q₂} is the exact projection onto a box cut by a hyperplane
-(`nsjax.projections.project_box_section`, paper 004 App. B),
+(`nsjax.projections.project_box_section`, Saha et al. 2009, App. B),
 
 concave with an L-Lipschitz gradient ∇D(α) = 1 − y∘X w(α), L = σ_max(X)²/λ. Nesterov's
 excessive-gap method runs on the pair (w, α) with three maps (eqs. 23–25):
@@ -48,6 +48,11 @@ Where this departs from the paper, and why:
 - The bias of w_k (Pragam-b): Alg. 1's w_k has none (J takes the min over b); its value
   J(w_k) is evaluated at b_k = argmin_b, found by two exact line searches along ±b from
   b_{k−1} (`nsjax.solvers.line_search`, no product with X), and ``Solution.w`` ends with b_k.
+
+References:
+    Saha et al. (2009): Ankan Saha, Xinhua Zhang and S.V.N. Vishwanathan, "Lower Bounds for BMRM
+    and Faster Rates for Training SVMs", arXiv:0909.1334, 2009. The other works cited here:
+    docs/references.md.
 """
 
 from __future__ import annotations
@@ -88,7 +93,7 @@ class Adjoint(NamedTuple):
 #: The linear SVM (eq. 21): ∇D(α) = 1 − y∘X w(α), Q₂ the box (cut by Σyα = 0 with a bias).
 SVM = Adjoint(check_svm_problem, lambda problem, S: 1.0 - problem.y * S, project_dual,
               primal_of, svm_dual_value)
-#: M³N on chains (paper 004, App. E.1): α the pairwise marginals (`chain_dual`).
+#: M³N on chains (Saha et al. 2009, App. E.1): α the pairwise marginals (`chain_dual`).
 CHAIN = Adjoint(chain_dual.check_chain_problem, chain_dual.gradient, chain_dual.project,
                 chain_dual.primal, chain_dual.value)
 
@@ -110,7 +115,7 @@ class PragamState(NamedTuple):
 
 @solver_options
 class Pragam(Solver):
-    """Pragam (paper 004, Alg. 1): O(1/k²) on the duality gap of the linear SVM; Pragam-b
+    """Pragam (Saha et al. 2009, Alg. 1): O(1/k²) on the duality gap of the linear SVM; Pragam-b
     on a problem with ``bias=True``; M³N on chains (`nsjax.losses.ChainHinge`, App. E).
 
     Args:

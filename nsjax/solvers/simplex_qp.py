@@ -1,6 +1,6 @@
 """The bundle QP of BMRM on the device: min_{α ∈ Δ} ½ αᵀQα / λ − bᵀα over the slots in use.
 
-This is the dual of the cutting-plane model (paper 001, Thm. 2 / Cor. 3, with the sign
+This is the dual of the cutting-plane model (Smola et al. 2007, Thm. 2 / Cor. 3, with the sign
 flipped to a minimization). It is solved in two stages:
 
 1. accelerated projected gradient (FISTA with adaptive restart) using the exact sort-based
@@ -10,9 +10,11 @@ flipped to a minimization). It is solved in two stages:
    the result satisfies the KKT conditions to rounding (accepted only if feasible and no
    worse than stage 1's point).
 
-Stage 2 gives the exact optimum (the Hadamard test of paper 004 needs ε_t = 1/(2λt) to 1e-9,
-and the certified gap of BMRM is only as tight as this dual value); stage 1 makes its
-working set start close to the answer, so it needs few passes.
+Stage 2 gives the exact optimum (the Hadamard test of Saha et al. (2009) needs ε_t = 1/(2λt)
+to 1e-9, and the certified gap of BMRM is only as tight as this dual value); stage 1 makes
+its working set start close to the answer, so it needs few passes.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""subBFGS and subLBFGS: paper 000, Alg. 1 (Sec. 2) and its limited-memory variant (Sec. 2.5).
+"""subBFGS and subLBFGS: Yu et al. (2010), Alg. 1 (Sec. 2) and its limited-memory variant
+(Sec. 2.5).
 
 One outer step: find a descent direction p (Alg. 2, `direction.py`), search the line w + ηp
 (exactly, Alg. 3 generalised, for losses that give their lines; else by the subgradient Wolfe
@@ -15,6 +16,12 @@ where an exact line search puts the iterates). Its dual value (`Problem.dual_val
 step's lower bound; the loop keeps the best, and the solver stops when the certified gap
 is ≤ tol · max(1, |J|). As a fallback the paper's rule also applies: the relative decrease
 of J averaged over the last 5 steps below ``stall_tol`` stops with `RESULTS.stalled`.
+
+References:
+    Yu et al. (2010): Jin Yu, S.V.N. Vishwanathan, Simon Günter and Nicol N. Schraudolph, "A
+    Quasi-Newton Approach to Nonsmooth Convex Optimization Problems in Machine Learning",
+    Journal of Machine Learning Research 11:1145–1200, 2010. The other works cited here:
+    docs/references.md.
 """
 
 from __future__ import annotations
@@ -69,7 +76,7 @@ class SubQNState(NamedTuple):
 
 @solver_options
 class SubLBFGS(Solver):
-    """subLBFGS (paper 000, Alg. 1 with the L-BFGS memory of Sec. 2.5).
+    """subLBFGS (Yu et al. 2010, Alg. 1 with the L-BFGS memory of Sec. 2.5).
 
     Args:
         memory: number m of (s, y) pairs kept (Sec. 7.1: m = 15), an int >= 1 (and
@@ -297,7 +304,7 @@ def certify_at_end(problem, state, best, result, tol):
 
 @solver_options
 class SubBFGS(SubLBFGS):
-    """subBFGS (paper 000, Alg. 1) with a dense d × d matrix B: for small d only.
+    """subBFGS (Yu et al. 2010, Alg. 1) with a dense d × d matrix B: for small d only.
 
     The same solver as `SubLBFGS` with ``memory=DenseBFGSMemory()``; options as there.
 

@@ -1,11 +1,13 @@
 """The linear SVM's dual, shared by the Nesterov solvers (`Pragam`, `AGMEF`).
 
 J(w) = λ/2 ‖w‖² + (1/n) Σᵢ max(0, 1 − yᵢ(⟨xᵢ, w⟩ + b)) (b = 0, or free with a bias) has the
-dual (paper 004 eqs. 21–22, paper 003 Example 1)
+dual (Saha et al. 2009, eqs. 21–22; Zhang et al. 2010, Example 1)
 
     D(α) = Σᵢ αᵢ − ‖Xᵀ(y∘α)‖² / (2λ) ≤ min J   for α ∈ Q₂ = [0, 1/n]ⁿ (∩ {Σ yᵢαᵢ = 0}),
 
 with w(α) = Xᵀ(y∘α)/λ and ∇D(α) = 1 − y∘X w(α), Lipschitz with L = σ_max(X)²/λ.
+
+References: see docs/references.md.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def top_eigenpair(X, iterations: int = 20, weights=None, key=None):
 def check_svm_problem(problem, name, any_regularizer=False):
     """The Nesterov SVM solvers work on the adjoint (21) of the binary hinge with L2; with
     ``any_regularizer`` (AGM-EF's primal scheme, which needs only Ψ's prox and ∇f) L1, the
-    elastic net and the entropy too (paper 003, Examples 2 and 5), and a smooth loss with
+    elastic net and the entropy too (Zhang et al. 2010, Examples 2 and 5), and a smooth loss with
     one score per example (f = R(Xw) itself, no smoothing: Logistic, Squared), or a loss
     that gives its own smoothing (``smoothed``: `nsjax.losses.MaxScore`)."""
     smooth = ((problem.smooth_loss or hasattr(problem.loss, "smoothed"))
@@ -78,8 +80,8 @@ def check_svm_problem(problem, name, any_regularizer=False):
                 if name.startswith("AGMEF") else "")
         raise ValueError(
             f"{name} solves the binary hinge (nsjax.losses.Hinge) with L2 through its dual "
-            f"(paper 004, eq. 21){also}; got {type(problem.loss).__name__}. Use SubLBFGS() or "
-            "the default solver for other losses.")
+            f"(Saha et al. 2009, eq. 21){also}; got {type(problem.loss).__name__}. Use "
+            "SubLBFGS() or the default solver for other losses.")
     reg = problem.reg.inner if problem.bias else problem.reg
     if getattr(reg, "geometry", "euclidean") != "euclidean" and not any_regularizer:
         raise ValueError(f"{name} solves in the dual, where {type(reg).__name__} has no "
@@ -122,7 +124,7 @@ def project_dual(problem, alpha):
 
 
 def smoothed_hinge(problem, margin, mu):
-    """g*_μ at the margins m = 1 − y∘Xw: max_{α∈Q₂} ⟨α, m⟩ − μ/2‖α‖² (paper 003, eq. 53),
+    """g*_μ at the margins m = 1 − y∘Xw: max_{α∈Q₂} ⟨α, m⟩ − μ/2‖α‖² (Zhang et al. 2010, eq. 53),
     and its maximizer α. Returns (value, α). A vector μ (no bias) is the optimized
     prox-function of §5.6: max ⟨α, m⟩ − ½Σᵢ μᵢαᵢ², μᵢ = μ bᵢ².
 
@@ -141,7 +143,7 @@ def smoothed_hinge(problem, margin, mu):
 
 
 def primal_of(problem, alpha):
-    """w(α) = Xᵀ(y∘α)/λ (paper 004 eq. 24): one product with Xᵀ."""
+    """w(α) = Xᵀ(y∘α)/λ (Saha et al. 2009, eq. 24): one product with Xᵀ."""
     return problem.X.rmv(problem.y * alpha) / problem.lam
 
 
