@@ -64,7 +64,7 @@ def pad(problem, w0, solver):
                    for x in leaves)):
         return problem, w0, unchanged
     rows, cols = bucket(n, d)
-    reg = problem.reg.inner if problem.bias else problem.reg
+    reg = problem.coefficient_reg
     if not (isinstance(problem.loss, Weighted) and solver.supports_sample_weight
             and _weights_scale(problem, rows / n)):
         rows = None

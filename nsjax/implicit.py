@@ -151,7 +151,7 @@ _implicit_solution.defvjp(_forward, _backward)
 def _transposed_solution(problem, w, v):
     """(F, u, solved): the optimality conditions F(θ) at the fixed solution (a function of
     the problem alone), the solution u of (∂F/∂w)ᵀ u = v, and whether u solves it."""
-    reg = problem.reg.inner if problem.bias else problem.reg
+    reg = problem.coefficient_reg
     if getattr(problem.loss, "smooth", False) and isinstance(reg, (L2, L1, ElasticNet)):
         return _smooth_conditions(problem, w, v)
     from nsjax.losses import Hinge

@@ -181,7 +181,7 @@ def default_solver(problem) -> Solver:
     from nsjax.solvers import AGMEF, OBA, Hybrid, SubLBFGS
 
     lam = problem.lam
-    reg = problem.reg.inner if problem.bias else problem.reg
+    reg = problem.coefficient_reg
     if getattr(reg, "geometry", "euclidean") == "entropy" or getattr(reg, "constraint", False):
         return AGMEF(scheme="primal")
     # With a bias the bundle phase needs the exact best b (a loss with lines); the L1
@@ -218,7 +218,7 @@ def _check(solver, problem, lanes=1):
         able = _solvers_where(lambda cls: getattr(cls, "supports_sample_weight", False))
         raise ValueError(f"{name} does not take sample weights (sample_weight=...); use one "
                          f"of {able}.")
-    reg = problem.reg.inner if problem.bias else problem.reg
+    reg = problem.coefficient_reg
     geometry = getattr(problem.reg, "geometry", "euclidean")
     if geometry not in solver.geometries:
         able = _solvers_where(lambda cls: geometry in getattr(cls, "geometries", ()))
@@ -302,7 +302,7 @@ def _check_common(problem, w0, max_steps, tol):
     w = jnp.asarray(w, problem.dtype)
     if not any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves(problem)):
         value = float(problem.objective(w))
-        reg = problem.reg.inner if problem.bias else problem.reg
+        reg = problem.coefficient_reg
         if not np.isfinite(value) and getattr(reg, "geometry", "euclidean") == "entropy":
             raise ValueError(f"w0 gives J(w0) = {value}: it is outside {type(reg).__name__}'s "
                              "domain, the capped simplex (w >= 0, w <= cap, sum(w) = 1); pass "

@@ -143,7 +143,7 @@ class Problem:
     def __repr__(self):
         n, d = self.X.shape
         layout = "sparse" if self.X.is_sparse else "dense"
-        reg = type(self.reg.inner if self.bias else self.reg).__name__
+        reg = type(self.coefficient_reg).__name__
         bias = ", bias" if self.bias else ""
         weighted = ", weighted" if self.weighted else ""
         return (f"Problem({type(self.loss).__name__}, {reg}, "
@@ -320,6 +320,12 @@ class Problem:
         if any(is_traced(x) for x in jax.tree_util.tree_leaves(self)):
             return start(self.w_shape, self.dtype)
         return to_device(start(self.w_shape, self.dtype, np))
+
+    @property
+    def coefficient_reg(self):
+        """The regularizer of the coefficients: `reg` itself, or with a bias the one that
+        `Unpenalized` wraps (the bias, w's last row, is not regularized)."""
+        return self.reg.inner if self.bias else self.reg
 
     def split_bias(self, w):
         """(coefficients, bias) of weights of shape `w_shape`: (w[:-1], w[-1]) with a bias,

@@ -94,11 +94,6 @@ WEIGHT_FLOOR = 1e-2
 MAX_RAISES = 64  # raises of L within one step (Alg. 2, steps 8–11): a factor γ_u^64
 
 
-def _coefficient_regularizer(problem):
-    """λΩ on the coefficients (the bias, if any, is not a variable of AGM-EF)."""
-    return problem.reg.inner if problem.bias else problem.reg
-
-
 def _smooth_loss(problem):
     """A smooth loss (Logistic, Squared): the primal scheme's f is R(Xw) itself."""
     return bool(getattr(problem.loss, "smooth", False))
@@ -132,7 +127,7 @@ def _average(old_w, old, new_w, new):
 
 
 def _entropy_geometry(problem):
-    return getattr(_coefficient_regularizer(problem), "geometry", "euclidean") == "entropy"
+    return getattr(problem.coefficient_reg, "geometry", "euclidean") == "entropy"
 
 
 class AGMEFState(NamedTuple):
@@ -313,7 +308,7 @@ class AGMEF(Solver):
         """Ψ(x) (on its domain): λΩ of the coefficients (primal), μ/2‖α‖² (dual)."""
         if self.scheme == "dual":
             return 0.5 * mu * jnp.vdot(x, x)
-        reg = _coefficient_regularizer(problem)
+        reg = problem.coefficient_reg
         # In the entropy geometry, and under a constraint (prox = projection), the iterates
         # are in the domain by construction: its indicator (which rounding could trip, and
         # fail (15) for ever) is left out.
@@ -325,7 +320,7 @@ class AGMEF(Solver):
         """Δ(x, centre) of the prox-function: ½‖x − c‖², or the relative entropy
         Σ xᵢ log(xᵢ/cᵢ) on the simplex (both sum to 1)."""
         if self.scheme == "primal" and _entropy_geometry(problem):
-            return _coefficient_regularizer(problem).divergence(x, centre)
+            return problem.coefficient_reg.divergence(x, centre)
         d = x - centre
         return 0.5 * jnp.vdot(d, d)
 
@@ -341,14 +336,14 @@ class AGMEF(Solver):
         """λ₂ of Ψ (λ₁ = 0): the curvature of λΩ's smooth part (λ for L2 and the elastic
         net, 0 for L1), or μ."""
         if self.scheme == "primal":
-            return _coefficient_regularizer(problem).smooth_hvp(jnp.ones((), mu.dtype))
+            return problem.coefficient_reg.smooth_hvp(jnp.ones((), mu.dtype))
         return mu
 
     def prox_step(self, problem, centre, weight, linear, mu):
         """argmin_x weight·Δ(x, centre) + ⟨linear, x⟩ + Ψ(x): the model minimizers of
         Alg. 1 (step 9) and Alg. 3 (step 10)."""
         lam2 = self.strong_convexity(problem, mu)
-        reg = _coefficient_regularizer(problem)
+        reg = problem.coefficient_reg
         if self.scheme == "primal" and _entropy_geometry(problem):
             return reg.bregman_prox(centre, weight, linear)
         if self.scheme == "dual" or reg.quadratic:
@@ -410,7 +405,7 @@ class AGMEF(Solver):
         if self.scheme == "primal":  # w = x_k; α_k = other, Xᵀ(y∘α_k) = −Ḡ
             w, S = state_x, Kx
             if isinstance(other, tuple):  # (ū, Ē[Δ]): D(sū) ≥ sĒ[Δ] − (λΩ)*(−sXᵀū)
-                reg, expected = _coefficient_regularizer(problem), other[1]
+                reg, expected = problem.coefficient_reg, other[1]
                 lower = expected - reg.conjugate(-G)
                 if reg.dual_points != "as is":  # sū mixes in y′ = y (Δ = 0), s ≤ 1
                     s = reg.feasible_scale(-G)
@@ -422,7 +417,7 @@ class AGMEF(Solver):
                     total = jnp.sum(other)
                     other, G = other / total, G / total
                 lower = problem.dual_value(other, Xtu=G)
-            elif _coefficient_regularizer(problem).quadratic:
+            elif problem.coefficient_reg.quadratic:
                 lower = jnp.sum(other) - 0.5 * jnp.vdot(G, G) / problem.lam
             else:  # D(α) = Σα where ‖Xᵀ(y∘α)‖∞ ≤ μ: the dual point scaled into it
                 lower = problem.dual_value(-y * other, Xtu=None if problem.bias else G)

@@ -164,7 +164,7 @@ def bundle_dtype(dtype):
 def check_bundle_problem(problem, name):
     """Bundle methods minimize their model through the dual of λ/2‖w‖² (w = −Aα/λ); with a
     bias they model R̃(w) = min_b R(Xw + b), whose b is found by exact line searches."""
-    reg = problem.reg.inner if problem.bias else problem.reg
+    reg = problem.coefficient_reg
     if problem.bias and not problem.has_lines:
         raise ValueError(f"{name} with a bias needs a loss that gives its lines (Hinge), to "
                          "find the best bias exactly; use SubLBFGS() for "

@@ -82,7 +82,7 @@ def check_svm_problem(problem, name, any_regularizer=False):
             f"{name} solves the binary hinge (nsjax.losses.Hinge) with L2 through its dual "
             f"(Saha et al. 2009, eq. 21){also}; got {type(problem.loss).__name__}. Use "
             "SubLBFGS() or the default solver for other losses.")
-    reg = problem.reg.inner if problem.bias else problem.reg
+    reg = problem.coefficient_reg
     if getattr(reg, "geometry", "euclidean") != "euclidean" and not any_regularizer:
         raise ValueError(f"{name} solves in the dual, where {type(reg).__name__} has no "
                          "closed form; use AGMEF(scheme='primal') (the default solver for it).")
