@@ -484,7 +484,7 @@ def train(args) -> int:
     import warnings
 
     import nsjax
-    from nsjax.loop import _check as check_solver
+    from nsjax.solvers import check as check_solver
     from nsjax.solvers import solver_from_name
 
     warnings.simplefilter("ignore", nsjax.ConvergenceWarning)  # the summary gives the status

@@ -19,7 +19,6 @@ References: see docs/references.md.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 import warnings
@@ -34,7 +33,8 @@ from nsjax.implicit import implicit_solution
 from nsjax.problem import Problem, is_traced
 from nsjax.programs import Program, program
 from nsjax.results import RESULTS, ConvergenceWarning, History, Solution
-from nsjax.solvers.base import Best, Solver, core_of
+from nsjax.solvers.base import Best, core_of
+from nsjax.solvers.registry import as_solver, check, default_solver
 
 
 class _Progress:
@@ -170,92 +170,6 @@ def _sweep_jit(problem, lams, w0, tol, max_steps, solver, length, warm_start=Tru
     return jax.tree_util.tree_map(lambda x: x[inverse], sols)
 
 
-def default_solver(problem) -> Solver:
-    """What `solve`, `sweep` and `solve_batch` use when no solver is given: the
-    `Hybrid` (subLBFGS, then the exact-line-search BMRM; it ends with a closed certified
-    gap) where its bundle phase applies (the L2 regularizer and λ > 0, or λ traced);
-    `OBA` for a smooth loss with an L1 part (L1, ElasticNet); `AGMEF(scheme="primal")`
-    for a regularizer in the entropy geometry (`Entropy`) or a constraint
-    (`ElasticNetBall`); else `SubLBFGS`. With a bias: the `Hybrid` where the loss gives its
-    lines (the hinge), else `SubLBFGS`."""
-    from nsjax.solvers import AGMEF, OBA, Hybrid, SubLBFGS
-
-    lam = problem.lam
-    reg = problem.coefficient_reg
-    if getattr(reg, "geometry", "euclidean") == "entropy" or getattr(reg, "constraint", False):
-        return AGMEF(scheme="primal")
-    # With a bias the bundle phase needs the exact best b (a loss with lines); the L1
-    # methods do not take a bias.
-    if (reg.quadratic and (is_traced(lam) or float(lam) > 0)
-            and (problem.has_lines or not problem.bias)):
-        return Hybrid()
-    if problem.smooth_loss and reg.has_l1 and not problem.bias:
-        return OBA()
-    return SubLBFGS()
-
-
-def _solvers_where(has):
-    """The names of the nsjax solvers whose class satisfies ``has`` (for error messages)."""
-    from nsjax import solvers
-
-    found = (getattr(solvers, name) for name in solvers.__all__)
-    return ", ".join(sorted(cls.__name__ for cls in found if isinstance(cls, type)
-                            and issubclass(cls, Solver) and cls is not Solver and has(cls)))
-
-
-def _check(solver, problem, lanes=1):
-    """Refuse, before compiling, a problem the solver cannot solve: its own ``check`` (with
-    its buffers counted ``lanes`` times: a vmapped program's states), and a bias, sample
-    weights, a prox geometry or a constraint the solver does not take (naming those that
-    do)."""
-    name = type(solver).__name__
-    if problem.bias and not solver.supports_bias:
-        able = _solvers_where(lambda cls: getattr(cls, "supports_bias", False))
-        raise ValueError(
-            f"{name} does not support an unregularized bias (bias=True); "
-            f"use one of {able}, or add a constant column to X instead.")
-    if problem.weighted and not solver.supports_sample_weight:
-        able = _solvers_where(lambda cls: getattr(cls, "supports_sample_weight", False))
-        raise ValueError(f"{name} does not take sample weights (sample_weight=...); use one "
-                         f"of {able}.")
-    reg = problem.coefficient_reg
-    geometry = getattr(problem.reg, "geometry", "euclidean")
-    if geometry not in solver.geometries:
-        able = _solvers_where(lambda cls: geometry in getattr(cls, "geometries", ()))
-        raise ValueError(
-            f"{name} cannot solve with {type(reg).__name__}, whose prox is in the {geometry} "
-            f"geometry (its domain is not all of R^d); use one of {able}.")
-    if getattr(reg, "constraint", False) and not solver.takes_constraints:
-        able = _solvers_where(lambda cls: getattr(cls, "takes_constraints", False))
-        raise ValueError(
-            f"{name} cannot solve with {type(reg).__name__}, a constraint (the indicator of "
-            f"a set, used through its projection); use one of {able} with scheme='primal'.")
-    from nsjax.solvers._options import lanes as copies
-
-    with copies(lanes):
-        solver.check(problem)
-
-
-def _default_solver(solver, problem):
-    if solver is None:
-        return default_solver(problem)
-    if isinstance(solver, type):
-        what = ("an nsjax solver" if issubclass(solver, Solver) else "not an nsjax solver")
-        raise TypeError(f"solver must be an instance: pass {solver.__name__}(), not the class "
-                        f"{solver.__name__} ({what}).")
-    if not isinstance(solver, Solver):
-        raise TypeError(
-            f"solver must be an nsjax solver (a subclass of nsjax.solvers.Solver, e.g. "
-            f"SubLBFGS()); got {solver!r}."
-        )
-    if not (dataclasses.is_dataclass(solver) and solver.__dataclass_params__.frozen):
-        raise TypeError(
-            f"{type(solver).__name__} must be a frozen dataclass (decorate it with "
-            "nsjax.solvers.solver_options): solvers are compared by their options, so that "
-            "equal solvers share one compiled program.")
-    return solver
-
-
 def _check_common(problem, w0, max_steps, tol):
     """Refuse bad arguments before compiling; return w0 as an array of the problem's dtype.
     Values that are traced (the caller's jit or vmap) cannot be inspected and pass.
@@ -372,9 +286,9 @@ def solve(problem, solver=None, w0=None, max_steps=500, tol=1e-6, *, jit=True, t
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"{name} must be True or False; got {flag!r}.")
     every = _progress_every(progress)
-    solver = _default_solver(solver, problem)
+    solver = as_solver(solver, problem)
     tol = to_device(tol, problem.dtype)
-    _check(solver, problem)
+    check(solver, problem)
     problem = problem.without_classes()  # label values do not change the program
     _Progress.begin()
     traced, (run_on, w0, tol) = _iterations_apart((problem, w0, tol))
@@ -488,8 +402,8 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6, *,
     if not isinstance(warm_start, (bool, np.bool_)):
         raise TypeError(f"warm_start must be True or False; got {warm_start!r}.")
     smallest = problem.with_lam(lams.min())
-    solver = _default_solver(solver, smallest)
-    _check(solver, smallest, lanes=1 if warm_start else len(lams))
+    solver = as_solver(solver, smallest)
+    check(solver, smallest, lanes=1 if warm_start else len(lams))
     problem = problem.without_classes()
     tol = to_device(tol, problem.dtype)
     # Each solution's derivative comes from its optimality conditions, as in `solve`.
@@ -546,7 +460,7 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
         (4, 3)
     """
     if solver is not None:
-        solver = _default_solver(solver, None)
+        solver = as_solver(solver, None)
     if not isinstance(problems, Problem) and (
             isinstance(problems, (str, bytes)) or not hasattr(problems, "__iter__")):
         raise TypeError(f"problems must be a list of nsjax.Problem (or one Problem of stacked "
@@ -558,7 +472,7 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
         stacked = problems.without_classes()
         one = jax.tree_util.tree_map(lambda x: x[0], stacked)
         solver = solver or default_solver(one)
-        _check(solver, one, lanes=problems.X.dense.shape[0])
+        check(solver, one, lanes=problems.X.dense.shape[0])
     else:
         problems = [_batch_member(p, i) for i, p in enumerate(problems)]
         if not problems:
@@ -574,7 +488,7 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
                     f"problems[{i}] differs from problems[0] in its structure (loss and "
                     "regularizer options, number of classes, shape, dtype or sparse "
                     "layout); a batch needs problems of one kind.")
-            _check(solver, p, lanes=len(problems))
+            check(solver, p, lanes=len(problems))
         one = problems[0]
     w0 = _check_common(one, w0, max_steps, tol)
     restore = buckets.unchanged

@@ -14,30 +14,12 @@ from nsjax.solvers.oba import OBA
 from nsjax.solvers.owlqn import OWLQN
 from nsjax.solvers.owlqn_star import OWLQNStar
 from nsjax.solvers.pragam import Pragam
+from nsjax.solvers.registry import SOLVERS, as_solver, check, default_solver, solver_from_name
 from nsjax.solvers.sublbfgs import SubBFGS, SubLBFGS
 
 __all__ = [
     "AGMEF", "AGMEF1", "BMRM", "SOLVERS", "Best", "Core", "DenseBFGSMemory", "ExactLineSearch",
     "Hybrid", "LBFGSMemory", "LineSearchBMRM", "OBA", "OWLQN", "OWLQNStar", "Pragam", "Solver",
-    "SubBFGS", "SubLBFGS", "WolfeLineSearch", "solver_from_name", "solver_options",
+    "SubBFGS", "SubLBFGS", "WolfeLineSearch", "as_solver", "check", "default_solver",
+    "solver_from_name", "solver_options",
 ]
-
-#: The names of the solvers (scikit-learn's ``solver=``, the command line's ``--solver``);
-#: "auto" is `nsjax.solve`'s default for the problem.
-SOLVERS = {"auto": None, "hybrid": Hybrid, "sublbfgs": SubLBFGS,
-           "subbfgs": SubBFGS, "bmrm": BMRM, "ls-bmrm": LineSearchBMRM,
-           "oba": OBA, "owlqn": OWLQN, "owlqn*": OWLQNStar,
-           "agm-ef": AGMEF, "pragam": Pragam}
-
-
-def solver_from_name(solver):
-    """An nsjax solver instance for a name in `SOLVERS` (or an instance, as is), or None
-    for "auto" or None (`nsjax.solve`'s default)."""
-    if solver is None or isinstance(solver, Solver):
-        return solver
-    if isinstance(solver, str) and solver.lower() in SOLVERS:
-        cls = SOLVERS[solver.lower()]
-        return None if cls is None else cls()
-    raise ValueError(f"solver must be one of {sorted(SOLVERS)} or an nsjax solver instance "
-                     f"(e.g. nsjax.solvers.BMRM()); got {solver!r}.")
-
