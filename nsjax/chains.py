@@ -17,8 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nsjax.checks import real_array
 from nsjax.losses.chain import ChainHinge, viterbi
-from nsjax.problem import Problem, real_array
+from nsjax.problem import Problem
 from nsjax.regularizers import L2
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nsjax.problem import MAX_STEPS
+from nsjax.checks import MAX_STEPS
 
 MODEL_FORMAT = "nsjax-linear-model-1"
 LOSSES = ("hinge", "logistic", "squared", "multiclass")
@@ -443,7 +443,7 @@ def _regularizer(name, strength, l1_ratio):
 
 def _strength(args, n, dt) -> float:
     """λ from --lam or --C (λ = 1 / (C n)), checked as it will be held in ``dt``."""
-    from nsjax.problem import held_strength
+    from nsjax.checks import held_strength
 
     if args.lam is not None:
         strength, given, fix = args.lam, f"--lam {args.lam:g} gives lambda", "change --lam."
@@ -647,7 +647,7 @@ def bench(args) -> int:
     from sklearn.svm import LinearSVC
 
     import nsjax
-    from nsjax.problem import max_strength
+    from nsjax.checks import max_strength
 
     if args.lam > max_strength(np.float64):
         raise InputError(f"--lam {args.lam:g} is too large: lambda must be at most "

@@ -67,9 +67,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 import nsjax
 from nsjax import losses, regularizers
+from nsjax.checks import MAX_STEPS, held_strength, max_abs_entry, real_array
 from nsjax.data import round_up
 from nsjax.loop import failure_message
-from nsjax.problem import MAX_STEPS, held_strength, max_abs_entry, real_array
 from nsjax.results import RESULTS
 from nsjax.solvers import SOLVERS, solver_from_name
 

@@ -51,7 +51,7 @@ from typing import ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from nsjax.problem import MAX_STEPS
+from nsjax.checks import MAX_STEPS
 from nsjax.results import RESULTS
 from nsjax.solvers._options import Options, solver_options
 from nsjax.solvers.base import Core, Solver, count, counters
