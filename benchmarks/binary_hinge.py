@@ -30,13 +30,13 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
 * nsjax, nine solvers, all started at w = 0:
   ``SubLBFGS(memory=15, certify=False)`` (exact line search, the "auto" default for the
   hinge; max_steps ``sub_steps``), the default solver ``Hybrid(sublbfgs=SubLBFGS(memory=15,
-  certify=False))`` (subLBFGS, then the OCAS-like BMRM from its iterate, paper 000
-  Sec. 8; ``sub_steps``), qp-BMRM ``BMRM()`` (paper 001, Alg. 1; ``bmrm_steps``),
-  ``BMRM(line_search="exact")`` (OCAS-like ls-BMRM of paper 000, Sec. 7.4; ``bmrm_steps``),
-  ``LineSearchBMRM()`` (ls-BMRM, paper 001 eq. 15; ``ls_steps``), ``Pragam()``
-  (Nesterov's excessive-gap method on the SVM dual, paper 004 Alg. 1: three products with
-  X a step and O(1/k^2) on its certified gap, so many cheap steps; ``pragam_steps``) and
-  paper 003's accelerated methods with adaptive L on the same problem (``agmef_steps``):
+  certify=False))`` (subLBFGS, then the OCAS-like BMRM from its iterate, Yu et al. 2010,
+  Sec. 8; ``sub_steps``), qp-BMRM ``BMRM()`` (Smola et al. 2007, Alg. 1; ``bmrm_steps``),
+  ``BMRM(line_search="exact")`` (OCAS-like ls-BMRM of Yu et al. 2010, Sec. 7.4; ``bmrm_steps``),
+  ``LineSearchBMRM()`` (ls-BMRM, Smola et al. 2007, eq. 15; ``ls_steps``), ``Pragam()``
+  (Nesterov's excessive-gap method on the SVM dual, Saha et al. 2009, Alg. 1: three products with
+  X a step and O(1/k^2) on its certified gap, so many cheap steps; ``pragam_steps``) and the
+  accelerated methods of Zhang et al. (2010) with adaptive L on the same problem (``agmef_steps``):
   ``AGMEF()`` (AGM-EF-inf on the dual, Sec. 5.3), ``AGMEF(scheme="primal", epsilon=1e-7)``
   (AGM-EF-inf on the smoothed primal, Sec. 5.1.1; its certified gap on J floors near
   epsilon, below STOP_TOL and every target here as J <= 1) and ``AGMEF1()`` (AGM-EF-1,
@@ -87,7 +87,7 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
   (measured) time until the certified gap in ``history.gap`` is <= ``CERT_TARGET`` = 1e-3
   (absolute; J <= 1 here, so it is also <= 1e-3 * max(1, |J|)), with the relative gap/J at
   that step, or "not reached"; ``binary_hinge_gap.png`` plots the certified gap against the
-  iteration (log-log; paper 001, Fig. 2 style) and ``binary_hinge_gap_time.png`` the
+  iteration (log-log; Smola et al. 2007, Fig. 2 style) and ``binary_hinge_gap_time.png`` the
   relative certified gap (gap / J) against wall time, on the time axis of the
   objective-vs-time plot (step k at k / num_steps of the full run's compiled wall time;
   the hybrid's: in two pieces, as above).
@@ -712,7 +712,7 @@ def plot(results: dict, path: Path) -> None:
 
 
 def plot_gaps(results: dict, path: Path) -> None:
-    """Certified gap vs iteration for the nsjax methods (paper 001, Fig. 2 style)."""
+    """Certified gap vs iteration for the nsjax methods (Smola et al. 2007, Fig. 2 style)."""
     plt, fig, axes = subplots(results, len(LAMS))
     for r, (ds, per_lam) in enumerate(results.items()):
         for c, res in enumerate(per_lam):

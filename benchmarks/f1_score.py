@@ -5,7 +5,7 @@ Objectives (L2-regularized, n training examples, labels y in {-1, +1}):
 
 * F1-trained: J(w) = lam/2 ||w||^2 + R_F1(Xw), R_F1(S) = max_{y'} [1 - F1(y', y)
   + (1/n) sum_i S_i (y'_i - y_i)] (``nsjax.losses.F1Loss``: Joachims' multivariate SVM,
-  paper 003 eq. 43 with Delta = 1 - F1).
+  Zhang et al. 2010, eq. 43, with Delta = 1 - F1).
 * hinge-trained: J(w) = lam/2 ||w||^2 + (1/n) sum_i max(0, 1 - y_i x_i^T w)
   (``nsjax.losses.Hinge``).
 

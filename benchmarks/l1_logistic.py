@@ -7,9 +7,9 @@ Objective (no intercept), identical for every method:
 
 For each problem and mu: the time to relative error (J - J*) / J* <= 1e-4 and 1e-6, the
 nnz of each method's final w and of the optimum, and for the nsjax solvers the certified
-gap of every step and a table like paper 002's Table 2 (steps, CG iterations, function
-evaluations, products with X). Everything runs in float64 on the CPU, all methods in the
-same run on the same data.
+gap of every step and a table like Table 2 of Keskar et al. (2016): steps, CG iterations,
+function evaluations, products with X. Everything runs in float64 on the CPU, all methods
+in the same run on the same data.
 
 Problems (``--problems`` picks a subset; ``--quick``: breast_cancer only):
 
@@ -17,9 +17,9 @@ Problems (``--problems`` picks a subset; ``--quick``: breast_cancer only):
    standardises every column, (X - mean) / std, ddof 0), mu = 1e-2, 1e-3;
 2. ``digits``: ``nsjax.datasets.digits_binary()`` (1797 x 64, pixels / 16, y = +1 for even
    digits, -1 for odd), mu = 1e-3, 1e-4;
-3. ``oba500``: paper 002's Appendix B problem, ``nsjax.datasets.oba_synthetic(n=500,
-   seed=0)`` (500 x 500 dense, columns min-max scaled to [-1, 1], labels independent of X),
-   mu = 2e-3, 1e-3;
+3. ``oba500``: the Appendix B problem of Keskar et al. (2016),
+   ``nsjax.datasets.oba_synthetic(n=500, seed=0)`` (500 x 500 dense, columns min-max scaled
+   to [-1, 1], labels independent of X), mu = 2e-3, 1e-3;
 4. ``sparse``: ``nsjax.datasets.synthetic_sparse(50_000, 20_000, 0.0025, seed=0)``
    (power-law column frequencies, unit-norm rows, CSR), mu = 1e-4, 1e-5;
 5. ``oba5000`` (only with ``--big``): ``oba_synthetic(n=5000, seed=0)`` (5000 x 5000 dense),

@@ -7,7 +7,7 @@ Objectives (no bias), weights W of shape (d, K), scores S = X W, in float64 on t
 
       J(W) = lam/2 ||W||_F^2 + (1/n) sum_i max_z [1(z != y_i) + S_iz - S_iy_i];
 
-* multilabel (paper 000, eq. 51 with uniform Delta = 1; `nsjax.losses.MultilabelHinge()`):
+* multilabel (Yu et al. 2010, eq. 51 with uniform Delta = 1; `nsjax.losses.MultilabelHinge()`):
 
       J(W) = lam/2 ||W||_F^2 + (1/n) sum_i max_{z in Z_i, z' not in Z_i or z' = z}
                                               [1(z' != z) + S_iz' - S_iz].
@@ -27,7 +27,7 @@ Methods and how each is timed (``time.perf_counter``; JAX results are synced wit
 * nsjax ``SubLBFGS(memory=15, certify=False)`` (exact line search: these losses give their
   lines; ``certify`` only acts on the binary hinge, it is off for uniformity with
   ``binary_hinge.py``), the default solver ``Hybrid(sublbfgs=SubLBFGS(memory=15,
-  certify=False))`` (subLBFGS, then the OCAS-like BMRM from its iterate, paper 000
+  certify=False))`` (subLBFGS, then the OCAS-like BMRM from its iterate, Yu et al. 2010,
   Sec. 8), qp-BMRM ``BMRM()`` and the OCAS-like ``BMRM(line_search="exact")``, all from
   W = 0, each stopped when its certified gap is <= ``STOP_TOL`` = 1e-9 * max(1, |J|) or at
   max_steps (``Caps``: per method, the hybrid with subLBFGS's; lower for subLBFGS, the

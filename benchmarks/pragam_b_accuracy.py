@@ -1,4 +1,4 @@
-"""Paper 004 (Pragam), Fig. 3-4 at laptop scale: test accuracy against wall time for
+"""Saha et al. (2009), Fig. 3-4 at laptop scale: test accuracy against wall time for
 Pragam-b (Pragam on the SVM with an unregularized bias) and its peers (issue 11).
 
 Objective of the bias methods (b unregularized, the last weight of ``Problem(..., bias=True)``):
@@ -19,10 +19,10 @@ LIBLINEAR). float64 on the CPU; every nsjax method starts at w = 0, b = 0.
 
 Methods:
 
-* ``Pragam()`` on ``Problem(..., bias=True)``: Pragam-b (paper 004 Alg. 1 on Q_2 cut by
+* ``Pragam()`` on ``Problem(..., bias=True)``: Pragam-b (Saha et al. 2009, Alg. 1 on Q_2 cut by
   sum y_i alpha_i = 0; b_k by exact line searches).
 * ``Pragam()`` without a bias (b = 0): the paper's Pragam.
-* ``AGMEF()`` (paper 003 AGM-EF-inf on the unsmoothed dual, adaptive L) with a bias.
+* ``AGMEF()`` (AGM-EF-inf of Zhang et al. 2010 on the unsmoothed dual, adaptive L) with a bias.
 * LIBLINEAR with a bias: ``LinearSVC(loss="hinge", dual=True, fit_intercept=True,
   intercept_scaling=100, C=1/(lam n_train), tol=1e-10, random_state=0)``. LIBLINEAR has no
   unregularized bias: it appends a constant feature s (intercept_scaling) and regularizes

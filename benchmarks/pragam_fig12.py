@@ -1,5 +1,6 @@
-"""Paper 004 (Pragam), Fig. 1-2: primal error of Pragam, AGM-EF (paper 003), the BMRM family
-and LIBLINEAR against iterations and against wall time, on the binary hinge SVM (issue 11).
+"""Saha et al. (2009), Fig. 1-2: primal error of Pragam, AGM-EF (Zhang et al. 2010), the
+BMRM family and LIBLINEAR against iterations and against wall time, on the binary hinge SVM
+(issue 11).
 
 Objective (no bias), identical for every method:
 
@@ -10,9 +11,9 @@ against time (Fig. 2); here err_t is relative, (min_{t' <= t} J(w_t') - J*) / J*
 checked by the tables this script prints: (a) Pragam needs fewer iterations than ls-BMRM
 (the 1/eps line-search BMRM) to reach a given accuracy; (b) Pragam is slow to low accuracy
 (1e-3) in time but "becomes quite competitive when higher accuracy is desired", while
-LIBLINEAR is much faster than all. A third table, (c), sets the AGM-EF variants (paper 003's
-accelerated methods on the same dual, with adaptive L) against Pragam: their steps and times
-over Pragam's.
+LIBLINEAR is much faster than all. A third table, (c), sets the AGM-EF variants (the
+accelerated methods of Zhang et al. 2010 on the same dual, with adaptive L) against Pragam:
+their steps and times over Pragam's.
 
 Problems: scikit-learn digits, even vs odd (``nsjax.datasets.digits_binary()``, dense 1797 x
 64, pixels in [0, 1], as ``binary_hinge.py``) and ``nsjax.datasets.synthetic_sparse(20_000,
@@ -22,16 +23,16 @@ float64 on the CPU; every method starts at w = 0.
 
 Methods:
 
-* ``Pragam()`` (paper 004 Alg. 1; L from 20 power iterations, raised by backtracking),
-  ``LineSearchBMRM()`` (ls-BMRM, paper 001 eq. 15, the paper's ``ls-bmrm``) and the three
-  AGM-EF variants of paper 003 (adaptive L from a 20-power-iteration estimate, Alg. 2 / 4:
+* ``Pragam()`` (Saha et al. 2009, Alg. 1; L from 20 power iterations, raised by backtracking),
+  ``LineSearchBMRM()`` (ls-BMRM, Smola et al. 2007, eq. 15, the paper's ``ls-bmrm``) and the three
+  AGM-EF variants (Zhang et al. 2010; adaptive L from a 20-power-iteration estimate, Alg. 2 / 4:
   ``AGMEF()``, AGM-EF-inf on the unsmoothed dual, Sec. 5.3; ``AGMEF(scheme="primal",
   epsilon=1e-7)``, AGM-EF-inf on the smoothed primal, Sec. 5.1.1, its certified gap on J
   flooring near eps = 1e-7, below every target here since J* >= 0.16 and every J <= 1; and
   ``AGMEF1()``, AGM-EF-1, Alg. 3-4, dual scheme), all with max_steps ``long_steps`` (the
   same cap, so that "not reached" by ls-BMRM means "not in as many steps as Pragam was
   given"); ``BMRM()`` (qp-BMRM, the paper's ``qp-bmrm``) and
-  ``BMRM(line_search="exact")`` (the OCAS-like BMRM, paper 000 Sec. 7.4) with max_steps
+  ``BMRM(line_search="exact")`` (the OCAS-like BMRM, Yu et al. 2010, Sec. 7.4) with max_steps
   ``bmrm_steps``. Each stops once its certified gap is <= ``STOP_TOL`` * max(1, |J|). The
   value at step t is ``sol.history.best[t]``: J of the best iterate so far, i.e. err_t.
   Timing as in ``binary_hinge.py`` (``_common``): compile time measured apart (a first call

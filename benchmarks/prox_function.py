@@ -1,6 +1,6 @@
-"""Paper 003 Sec. 5.6: AGM-EF's primal scheme with the optimized prox-function against the
-uniform one on ill-conditioned data, counted in steps to a certified gap (issue: "a
-benchmark shows the number of iterations with and without it on ill-conditioned data").
+"""Zhang et al. (2010), Sec. 5.6: AGM-EF's primal scheme with the optimized prox-function
+against the uniform one on ill-conditioned data, counted in steps to a certified gap (issue:
+"a benchmark shows the number of iterations with and without it on ill-conditioned data").
 
 Objective (binary hinge SVM, no bias):
 

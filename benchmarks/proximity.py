@@ -3,7 +3,7 @@
 Steps and time to relative suboptimality 1e-3 of the OCAS-like BMRM
 (``BMRM(line_search="exact")``) and of the Hybrid (the default solver, whose phase 2 it is)
 with the proximity term τ/2 ‖w − w_t‖² at τ = 1.5 λ (the default) and without it (τ = 0,
-paper 000's method), in the same process:
+the method of Yu et al. 2010), in the same process:
 
 * the binary hinge on the 50,000 × 20,000 sparse and text-like sets of
   ``liblinear_race.py`` at λ = 1e-5 and 1e-6, float64 and float32;

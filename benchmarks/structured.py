@@ -1,6 +1,6 @@
 """Issue 12: time to a certified gap of 1e-3 on the constrained and structured problems of
-paper 003 (Examples 3, 4, 5, 6): nsjax's methods against each other, and against the best peer
-available offline where there is one.
+Examples 3, 4, 5, 6 of Zhang et al. (2010): nsjax's methods against each other, and against
+the best peer available offline where there is one.
 
 Every nsjax run stops when its certified gap is <= TOL * max(1, |J|), TOL = 1e-3 (nsjax's
 ``tol``: relative where |J| > 1, absolute below; J < 1 for LPBoost, F1 and the large
@@ -9,7 +9,7 @@ constrained elastic net, so there it is an absolute 1e-3).
 Applications, data, parameters (float64 on the CPU; every nsjax method from its default
 start):
 
-1. Entropy-regularized LPBoost (paper 003, Example 5): ``Problem(MaxScore(), Entropy(lam,
+1. Entropy-regularized LPBoost (Zhang et al. 2010, Example 5): ``Problem(MaxScore(), Entropy(lam,
    cap=nu), U)``, J(w) = lam sum_j w_j log(n w_j) + max_i <u_i, w> over the capped simplex
    {w in [0, nu]^n, sum w = 1}. U (t x n) is the edge matrix u_ij = y_j h_i(x_j) of decision
    stumps on scikit-learn's breast_cancer (n = 569 examples, y = +-1): per feature, the
@@ -69,7 +69,7 @@ start):
    another distribution). lam in {1e-2, 1e-3}. Methods: ``BMRM()`` (loss-augmented Viterbi
    cut), the default solver (``nsjax.loop.default_solver``: ``Hybrid()``, subLBFGS then
    the exact-line-search BMRM) and ``Pragam()`` (its dual over the chains' marginal
-   polytope, paper 004 App. E; capped at ``chain_pragam_steps`` steps, ~0.07 s a step at
+   polytope, Saha et al. 2009, App. E; capped at ``chain_pragam_steps`` steps, ~0.07 s a step at
    N = 500: an L2 projection onto the marginal polytope per step and per Lipschitz trial).
    Baseline: the per-token Crammer-Singer SVM, ``Problem(MulticlassHinge(),
    L2(lam / L), tokens.reshape(-1, d), labels.ravel())`` with the default solver (its risk

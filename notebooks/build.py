@@ -349,18 +349,18 @@ QUICKSTART = preamble(md("""
 
 
 # ----------------------------------------------------------------------------------------
-# 01 subLBFGS (paper 000)
+# 01 subLBFGS (Yu et al. 2010)
 # ----------------------------------------------------------------------------------------
 
 SUBLBFGS = preamble(md("""
     # subBFGS and subLBFGS: quasi-Newton steps on nonsmooth objectives
 
     Yu, Vishwanathan, Günter and Schraudolph, *A Quasi-Newton Approach to Nonsmooth Convex
-    Optimization* (JMLR 2010; paper 000 of nsjax). At a kink the gradient is not unique,
-    and BFGS fed an arbitrary subgradient can produce a direction that goes uphill. The
-    paper replaces BFGS's quadratic model by the pseudo-quadratic (8), whose minimization
-    (Alg. 2) returns a descent direction whenever there is one, and adds the subgradient
-    Wolfe conditions (16) and an exact line search for hinge-type losses (Alg. 3).
+    Optimization* (JMLR 2010), cited in nsjax as Yu et al. (2010). At a kink the gradient
+    is not unique, and BFGS fed an arbitrary subgradient can produce a direction that goes
+    uphill. The paper replaces BFGS's quadratic model by the pseudo-quadratic (8), whose
+    minimization (Alg. 2) returns a descent direction whenever there is one, and adds the
+    subgradient Wolfe conditions (16) and an exact line search for hinge-type losses (Alg. 3).
 
     This notebook reproduces
 
@@ -439,7 +439,7 @@ SUBLBFGS = preamble(md("""
     """),
     code("""
     def bfgs_update(H, s, yv):
-        \"\"\"The BFGS update of the inverse Hessian approximation (paper 000, eq. 6);
+        \"\"\"The BFGS update of the inverse Hessian approximation (Yu et al. 2010, eq. 6);
         skipped (H kept) where the curvature s'y is not positive, as BFGS codes do.\"\"\"
         if yv @ s <= 1e-12:
             return H
@@ -659,16 +659,16 @@ SUBLBFGS = preamble(md("""
 
 
 # ----------------------------------------------------------------------------------------
-# 02 BMRM (paper 001)
+# 02 BMRM (Smola et al. 2007)
 # ----------------------------------------------------------------------------------------
 
 BMRM = preamble(md("""
     # BMRM: a certified gap at every step
 
-    Smola, Vishwanathan and Le, *Bundle Methods for Machine Learning* (NIPS 2007; paper
-    001 of nsjax). BMRM (Alg. 1) replaces the risk $R$ by the maximum of its cutting
-    planes collected so far and minimizes that model plus $\\lambda\\Omega(w)$; the model's
-    minimum $J_t(w_t)$ is a lower bound on $\\min J$ (Lemma 1), so
+    Smola, Vishwanathan and Le, *Bundle Methods for Machine Learning* (NIPS 2007), cited in
+    nsjax as Smola et al. (2007). BMRM (Alg. 1) replaces the risk $R$ by the maximum of its
+    cutting planes collected so far and minimizes that model plus $\\lambda\\Omega(w)$; the
+    model's minimum $J_t(w_t)$ is a lower bound on $\\min J$ (Lemma 1), so
 
     $$\\varepsilon_t = \\min_{t' \\le t} J(w_{t'}) - J_t(w_t)
       \\;\\ge\\; \\min_{t'\\le t} J(w_{t'}) - J^*$$
@@ -751,9 +751,9 @@ BMRM = preamble(md("""
     ## Steps to a given ε against the bound
 
     Theorem 5's second phase needs at most $8 G^2 H^* / (\\lambda \\varepsilon)$ steps
-    (eq. 13). The bound is a worst case over all problems with these constants (paper 004
-    shows it is attained on a specially built problem, see `05_pragam.ipynb`); on real
-    data BMRM needs far fewer steps.
+    (eq. 13). The bound is a worst case over all problems with these constants
+    (Saha et al. 2009 show that it is attained on a specially built problem, see
+    `05_pragam.ipynb`); on real data BMRM needs far fewer steps.
     """),
     code("""
     targets = [1e-2, 1e-4, 1e-6]
@@ -782,14 +782,14 @@ BMRM = preamble(md("""
 
 
 # ----------------------------------------------------------------------------------------
-# 03 OBA (paper 002)
+# 03 OBA (Keskar et al. 2016)
 # ----------------------------------------------------------------------------------------
 
 OBA = preamble(md("""
     # OBA: second-order steps with active-set prediction for L1 problems
 
-    Keskar, Nocedal, Öztoprak and Wächter, *A Second-Order Method for Convex
-    ℓ1-Regularized Optimization with Active Set Prediction* (paper 002 of nsjax). OBA
+    Keskar, Nocedal, Öztoprak and Wächter, *A Second-Order Method for Convex ℓ1-Regularized
+    Optimization with Active Set Prediction*, cited in nsjax as Keskar et al. (2016). OBA
     (Alg. 1–2) predicts which weights are zero at the solution from the minimum-norm
     subgradient (4) and the sets (5–7), solves a Newton system on the others by
     conjugate gradients, corrects the prediction (the corrective cycle), and falls back to
@@ -919,16 +919,16 @@ OBA = preamble(md("""
 
 
 # ----------------------------------------------------------------------------------------
-# 04 AGM-EF (paper 003)
+# 04 AGM-EF (Zhang et al. 2010)
 # ----------------------------------------------------------------------------------------
 
 AGM_EF = preamble(md("""
     # AGM-EF: linear decay of the duality gap under strong convexity
 
     Zhang, Saha and Vishwanathan, *Regularized Risk Minimization by Nesterov's Accelerated
-    Gradient Methods* (paper 003 of nsjax). AGM-EF-∞ (Alg. 1, with the adaptive Lipschitz
-    estimate of Alg. 2) minimizes $J(w) = f(w) + \\Psi(w)$ with $f$ smooth and uses the
-    strong convexity of either part. Theorem 6 bounds its error by
+    Gradient Methods*, cited in nsjax as Zhang et al. (2010). AGM-EF-∞ (Alg. 1, with the
+    adaptive Lipschitz estimate of Alg. 2) minimizes $J(w) = f(w) + \\Psi(w)$ with $f$
+    smooth and uses the strong convexity of either part. Theorem 6 bounds its error by
 
     $$J(x_k) - J^* \\le \\Delta(x^*, x_0)\\,\\min\\Big\\{\\frac{4L}{\\sigma (k+1)^2},\\;
       \\frac{L - \\sigma\\lambda_1}{\\sigma}
@@ -1047,15 +1047,15 @@ AGM_EF = preamble(md("""
 
 
 # ----------------------------------------------------------------------------------------
-# 05 Pragam (paper 004)
+# 05 Pragam (Saha et al. 2009)
 # ----------------------------------------------------------------------------------------
 
 PRAGAM = preamble(md("""
     # Lower bounds for BMRM, and Pragam's faster rate
 
     Saha, Zhang and Vishwanathan, *Lower Bounds for BMRM and Faster Rates for Training
-    SVMs* (paper 004 of nsjax). BMRM needs $O(1/\\varepsilon)$ steps (paper 001, Theorem 5),
-    and the paper shows that this is tight: on the problem (14),
+    SVMs*, cited in nsjax as Saha et al. (2009). BMRM needs $O(1/\\varepsilon)$ steps
+    (Smola et al. 2007, Theorem 5), and the paper shows that this is tight: on the problem (14),
     $J(w) = \\max_i \\langle a_i, w\\rangle + \\frac{\\lambda}{2}\\|w\\|^2$ with orthonormal
     $a_i$ (the columns of a scaled Hadamard matrix), BMRM's gap after $t < d/2$ steps is
     at least $1/(2\\lambda t)$ (Theorems 6–7). For the binary SVM it then proposes Pragam

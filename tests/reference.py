@@ -102,8 +102,8 @@ def chain_features(tokens, labeling, K):
 
 
 def cvxpy_chain_optimum(tokens, labels, lam, K):
-    """M³N (paper 003, eq. 46) with the Hamming loss, by enumerating every labeling of every
-    chain: min_W λ/2‖W‖² + mean_i ξ_i, ξ_i ≥ Δ(y′, yⁱ) + ⟨W, φ(xⁱ, y′) − φ(xⁱ, yⁱ)⟩ ∀y′."""
+    """M³N (Zhang et al. 2010, eq. 46) with the Hamming loss, by enumerating every labeling
+    of every chain: min_W λ/2‖W‖² + mean_i ξ_i, ξ_i ≥ Δ(y′, yⁱ) + ⟨W, φ(xⁱ, y′) − φ(xⁱ, yⁱ)⟩ ∀y′."""
     N, L, d = tokens.shape
     W = cp.Variable((d + K) * K)
     xi = cp.Variable(N)

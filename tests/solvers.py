@@ -47,7 +47,7 @@ REGISTRY = [
     Entry("SubLBFGS-m64-unscaled", S.SubLBFGS(memory=64, scaling=False), ("hinge",)),
     Entry("SubLBFGS-wolfe", S.SubLBFGS(line_search="wolfe")),
     Entry("SubBFGS", S.SubBFGS()),
-    # BMRM also on M³N chains (paper 003, Example 4): its cut is loss-augmented Viterbi.
+    # BMRM also on M³N chains (Zhang et al. 2010, Example 4): its cut is loss-augmented Viterbi.
     Entry("BMRM", S.BMRM(), ("hinge", "chain", "logistic")),
     Entry("BMRM-exact", S.BMRM(line_search="exact"), ("hinge",)),
     # The L1 family (issue 10) on L1-regularized logistic regression.
@@ -57,19 +57,20 @@ REGISTRY = [
     # The Nesterov family (issue 11): binary hinge with L2 only. O(1/k²): ~1500 steps to
     # 1e-6 here, ~50,000 to 1e-9.
     Entry("Pragam", S.Pragam(), ("hinge",), fast=False),
-    # Pragam on M³N chains (paper 004, App. E): the dual over the chains' marginal polytope.
+    # Pragam on M³N chains (Saha et al. 2009, App. E): the dual over the chains' marginal polytope.
     Entry("Pragam-chain", S.Pragam(), ("chain",), max_steps=10_000, fast=False),
     Entry("AGMEF", S.AGMEF(), ("hinge",), fast=False),
-    # Smoothed to ε = 1e-8: the certified gap on J stops near ε (paper 003, Theorem 19).
+    # Smoothed to ε = 1e-8: the certified gap on J stops near ε (Zhang et al. 2010, Theorem 19).
     # Also in the entropy geometry (the relative entropy on the simplex), on a smooth loss
     # (f = R(Xw), no smoothing), and under a constraint (the elastic-net ball).
     Entry("AGMEF-primal", S.AGMEF(scheme="primal", epsilon=1e-8),
           ("hinge", "hinge-entropy", "squared-ball", "logistic"), fast=False),
-    # The optimized prox-function of paper 003 §5.6 (per-example smoothing μᵢ = μ bᵢ²).
+    # The optimized prox-function of Zhang et al. (2010), §5.6 (per-example smoothing
+    # μᵢ = μ bᵢ²).
     Entry("AGMEF-primal-optimized", S.AGMEF(scheme="primal", epsilon=1e-8,
                                             prox_function="optimized"), ("hinge",),
           fast=False),
-    # Entropy-regularized LPBoost (paper 003, Example 5) with the default ε (1e-6): the
+    # Entropy-regularized LPBoost (Zhang et al. 2010, Example 5) with the default ε (1e-6): the
     # soft-max smoothing of the largest score; ~1e-6–7e-6 of J* in 5000 steps here.
     Entry("AGMEF-primal-lpboost", S.AGMEF(scheme="primal"), ("maxscore-entropy",),
           rtol=1e-5, max_steps=5000, fast=False),

@@ -1,4 +1,4 @@
-"""AGM-EF-∞ and AGM-EF-1 with adaptive L (paper 003, Alg. 1–4) on the linear SVM: the
+"""AGM-EF-∞ and AGM-EF-1 with adaptive L (Zhang et al. 2010, Alg. 1–4) on the linear SVM: the
 linear decay of the smoothed gap (Theorems 6 / 10 and 14), Theorem 10's bound with a fixed
 L, Theorem 19 (primal smoothing to ε gives a 2ε-accurate w), and their options. The cvxpy
 optimum, gap validity, jit, dtypes and sweeps are in the registry's invariant tests, the
@@ -157,7 +157,7 @@ def test_each_solver_says_which_bound_it_certifies():
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("reg", ["l1", "elasticnet", "l2"])
 def test_primal_scheme_solves_the_l1_svm_and_the_elastic_net(reg, bias):
-    """Example 2 of paper 003 (the L1-SVM) and the elastic net: the primal scheme needs only
+    """The L1-SVM (Zhang et al. 2010, Example 2) and the elastic net: the primal scheme needs only
     Ψ's prox (soft-thresholding); the dual point of (22) is scaled into ‖Xᵀ(y∘α)‖∞ ≤ μ for
     the bound. With and without a bias, against cvxpy; the gap bounds the suboptimality at
     every step (for L1 it is loose: the scaled average is far from the dual optimum)."""
@@ -187,7 +187,7 @@ def _no_warning():
 
 
 def test_optimized_prox_function_lowers_the_bound_on_L_times_D():
-    """Paper 003 §5.6: with bᵢ² = |xᵢᵀv*| the smoothed hinge's worst-case L = λ_max(Xᵀ
+    """Zhang et al. (2010), §5.6: with bᵢ² = |xᵢᵀv*| the smoothed hinge's worst-case L = λ_max(Xᵀ
     diag(1/μ) X) at μ = ε/D is (Σ|xᵢᵀv*|)²/(nΣ(xᵢᵀv*)²) ≤ 1 times the uniform one's in the
     direction v* (eq. 71–72); checked with numpy's eigenvector. And g*_μ with the weights
     is the separable max of ⟨α, m⟩ − ½Σμᵢαᵢ² over the box (brute force on a grid)."""

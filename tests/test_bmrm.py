@@ -1,4 +1,5 @@
-"""BMRM (paper 001), its line-search variants, the bundle QP, and the Hadamard bounds of 004."""
+"""BMRM (Smola et al. 2007), its line-search variants, the bundle QP, and the Hadamard bounds
+of Saha et al. (2009)."""
 
 import warnings
 
@@ -17,7 +18,7 @@ from nsjax.solvers.simplex_qp import solve_simplex_qp as _solve_simplex_qp
 VARIANTS = {
     "qp": nsjax.solvers.BMRM(),
     "qp-exact-ls": nsjax.solvers.BMRM(line_search="exact"),
-    # Paper 000's OCAS-like BMRM, without the default proximity term.
+    # The OCAS-like BMRM of Yu et al. (2010), without the default proximity term.
     "qp-exact-ls-plain": nsjax.solvers.BMRM(line_search="exact", proximity=0),
     "ls": nsjax.solvers.LineSearchBMRM(),
 }
@@ -268,7 +269,7 @@ def test_aggregation_merges_the_smallest_weights_into_one_minorant(capacity, d, 
 
 @pytest.mark.parametrize("lam", [0.1, 1.0])
 def test_hadamard_lower_bound_is_attained_exactly(lam):
-    """Paper 004, Thms. 6–7 on the orthonormal A = H_d/√d: ε_t = J(w_t) = 1/(2λt)."""
+    """Saha et al. (2009), Thms. 6–7 on the orthonormal A = H_d/√d: ε_t = J(w_t) = 1/(2λt)."""
     d = 64
     prob = nsjax.datasets.hadamard_problem(d, lam)
     sol = nsjax.solve(prob, nsjax.solvers.BMRM(), max_steps=d, tol=0.0)
@@ -385,8 +386,9 @@ def test_simplex_projection_equals_brute_force():
 
 
 def test_logistic_gap_falls_linearly():
-    """Paper 001, Thm. 4: for a smooth risk, ε_t eventually decreases geometrically. Fit the
-    slope of log ε_t over the tail and require a clear, steady decrease."""
+    """Smola et al. (2007), Thm. 4: for a smooth risk, ε_t eventually decreases
+    geometrically. Fit the slope of log ε_t over the tail and require a clear, steady
+    decrease."""
     X, y = nsjax.datasets.breast_cancer()
     prob = nsjax.Problem(nsjax.losses.Logistic(), nsjax.regularizers.L2(1e-2), X, y)
     sol = nsjax.solve(prob, nsjax.solvers.BMRM(), max_steps=300, tol=1e-12)

@@ -1,7 +1,7 @@
-"""The projection onto a chain's local marginal polytope (`project_chain_marginals`, paper
-004 App. E.3.1): against cvxpy (OSQP, polished, at tight tolerances), against the optimality
-condition ⟨m − α, β − α⟩ ≤ 0 for feasible β (no solver), exact feasibility, a single edge
-(the simplex projection), total ≠ 1, float32, vmap, degenerate input.
+"""The projection onto a chain's local marginal polytope (`project_chain_marginals`,
+Saha et al. 2009, App. E.3.1): against cvxpy (OSQP, polished, at tight tolerances), against
+the optimality condition ⟨m − α, β − α⟩ ≤ 0 for feasible β (no solver), exact feasibility,
+a single edge (the simplex projection), total ≠ 1, float32, vmap, degenerate input.
 
 Float64 comes from the repository's conftest.py. Each configuration is one batch of N
 instances of one shape, computed once per module (one compilation per shape).

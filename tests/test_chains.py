@@ -1,6 +1,6 @@
-"""Max-margin Markov networks on chains (paper 003, Example 4; paper 004, App. E): the
-loss-augmented Viterbi oracle against enumeration of every labeling, the M³N optimum against
-cvxpy, and the problem builder's checks."""
+"""Max-margin Markov networks on chains (Zhang et al. 2010, Example 4; Saha et al. 2009,
+App. E): the loss-augmented Viterbi oracle against enumeration of every labeling, the M³N
+optimum against cvxpy, and the problem builder's checks."""
 
 from __future__ import annotations
 

@@ -275,7 +275,7 @@ def test_synthetic_bad_arguments(kwargs, match):
 
 
 # ----------------------------------------------------------------------------------------
-# Paper 002 (OBA): oba_synthetic, diagonal dominance (eq. 16), relative error (eq. 15)
+# OBA (Keskar et al. 2016): oba_synthetic, diagonal dominance (eq. 16), relative error (eq. 15)
 # ----------------------------------------------------------------------------------------
 
 

@@ -1,5 +1,5 @@
-"""The elastic net both ways (paper 003, Example 6, eq. 52): regularized, λ(γ‖w‖₁ + ½‖w‖²)
-(`ElasticNet(mu=λγ, lam=λ)`), and constrained to the ball γ‖w‖₁ + ½‖w‖² ≤ r
+"""The elastic net both ways (Zhang et al. 2010, Example 6, eq. 52): regularized,
+λ(γ‖w‖₁ + ½‖w‖²) (`ElasticNet(mu=λγ, lam=λ)`), and constrained to the ball γ‖w‖₁ + ½‖w‖² ≤ r
 (`ElasticNetBall(r, gamma)`, AGM-EF on the exact projection of §5.5.2). Against cvxpy and
 scikit-learn's ElasticNet, and the λ ↔ r correspondence along a path."""
 
@@ -69,7 +69,7 @@ def test_regularized_form_matches_sklearn_and_cvxpy(solver):
 
 def test_lambda_and_r_give_the_same_solutions_along_a_path():
     """For each λ, r(λ) = γ‖w_λ‖₁ + ½‖w_λ‖² makes the constrained minimizer w_λ again (the
-    equivalence paper 003 states below eq. 52); r falls as λ grows."""
+    equivalence Zhang et al. (2010) state below eq. 52); r falls as λ grows."""
     X, y = regression(2)
     gamma, radii = 0.3, []
     for lam in (0.01, 0.1, 1.0):

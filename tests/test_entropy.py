@@ -1,5 +1,5 @@
 """The entropy geometry (issue 11): the capped soft-max (`entropic_capped_simplex`), the
-`Entropy` regularizer (relative entropy on the capped simplex, paper 003 Example 5) and
+`Entropy` regularizer (relative entropy on the capped simplex, Zhang et al. 2010, Example 5) and
 AGM-EF / AGM-EF-1 in that geometry, against cvxpy (exponential cone, Clarabel at tight
 tolerances) and closed forms. The registry runs AGMEF(scheme="primal") on it too
 (`test_invariants.py`, kind "hinge-entropy")."""

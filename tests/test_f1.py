@@ -1,4 +1,4 @@
-"""The F1 loss (paper 003, Example 3, eq. 43, Δ = 1 − F1; Sec. 5.4, Algorithms 5–6): the
+"""The F1 loss (Zhang et al. 2010, Example 3, eq. 43, Δ = 1 − F1; Sec. 5.4, Algorithms 5–6): the
 exact maximization, the subgradients and the entropy smoothing against enumeration of all
 2ⁿ labelings (numpy and jax.numpy), stability at n in the thousands, jit/vmap/float32, and
 BMRM against a cvxpy QP with one constraint per labeling."""

@@ -24,16 +24,16 @@ KINDS = {"hinge": (nsjax.losses.Hinge, nsjax.regularizers.L2, 0.1),
          "logistic": (nsjax.losses.Logistic, nsjax.regularizers.L2, 0.1),
          # μ small enough that w* ≠ 0 on these problems (‖Xᵀ∇R(0)‖∞ ≈ 0.1–0.3).
          "logistic-l1": (nsjax.losses.Logistic, nsjax.regularizers.L1, 0.02),
-         # The relative entropy on the simplex (paper 003, Example 5's regularizer).
+         # The relative entropy on the simplex (the regularizer of Zhang et al. 2010, Example 5).
          "hinge-entropy": (nsjax.losses.Hinge, nsjax.regularizers.Entropy, 0.05),
-         # Entropy-regularized LPBoost (paper 003, Example 5): the rows of X as edge
+         # Entropy-regularized LPBoost (Zhang et al. 2010, Example 5): the rows of X as edge
          # vectors, R = the largest score, no labels.
          "maxscore-entropy": (nsjax.losses.MaxScore, nsjax.regularizers.Entropy, 0.05),
-         # The elastic net as a constraint (paper 003, Example 6): least squares in the ball
+         # The elastic net as a constraint (Zhang et al. 2010, Example 6): least squares in the ball
          # γ‖w‖₁ + ½‖w‖² ≤ r (active at r = 0.5 here), strength r.
          "squared-ball": (nsjax.losses.Squared, functools.partial(
              nsjax.regularizers.ElasticNetBall, gamma=0.5), 0.5),
-         # M³N on chains (paper 003, Example 4): n // 10 chains of 3 tokens, 3 labels.
+         # M³N on chains (Zhang et al. 2010, Example 4): n // 10 chains of 3 tokens, 3 labels.
          "chain": (nsjax.losses.ChainHinge, nsjax.regularizers.L2, 0.1)}
 REG_NAMES = {nsjax.regularizers.L2: "l2", nsjax.regularizers.L1: "l1",
              nsjax.regularizers.Entropy: "entropy", KINDS["squared-ball"][1]: "ball"}

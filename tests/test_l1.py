@@ -1,8 +1,8 @@
 """L1-regularized learning (issue 10): the L1 and elastic-net regularizers and the squared
 loss against brute force and closed forms; OWL-QN and OWL-QN* against LIBLINEAR (through
-scikit-learn), scikit-learn's Lasso and cvxpy; the robustness experiment of paper 000,
-Sec. 7.3; certified gaps from the scaled gradient. The registry (`solvers.py`) runs the
-common invariants on OWL-QN and OWL-QN* too."""
+scikit-learn), scikit-learn's Lasso and cvxpy; the robustness experiment of Yu et al.
+(2010), Sec. 7.3; certified gaps from the scaled gradient. The registry (`solvers.py`)
+runs the common invariants on OWL-QN and OWL-QN* too."""
 
 from __future__ import annotations
 
@@ -229,7 +229,7 @@ def test_elastic_net_matches_cvxpy():
 
 @pytest.mark.parametrize("seed", range(2))
 def test_random_subgradients_break_owlqn_not_owlqn_star(seed):
-    """Paper 000, Sec. 7.3: fed random subgradients, OWL-QN (OWL-QNr) breaks down, while
+    """Yu et al. (2010), Sec. 7.3: fed random subgradients, OWL-QN (OWL-QNr) breaks down, while
     OWL-QN*r still converges (its direction finding corrects the start). Near the optimum
     the random start can cost Alg. 2 more than k_max iterations (owlqn_star.py), so
     OWL-QN*r may end `direction_failed` too, but orders of magnitude closer."""

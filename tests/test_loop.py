@@ -81,9 +81,9 @@ def test_hinge_sweep_values_within_certified_gaps():
 
 
 def test_history_records_value_best_and_gap_for_a_non_monotone_solver():
-    # Paper 004's Hadamard problem: BMRM's J(w_t) = 1/(2λt) rises above J(w_0) = 0, so the
-    # best-so-far curve stays at 0 while the iterate curve does not. (d = 64: test_bmrm.py's
-    # Hadamard tests' compiled program.)
+    # The Hadamard problem of Saha et al. (2009): BMRM's J(w_t) = 1/(2λt) rises above
+    # J(w_0) = 0, so the best-so-far curve stays at 0 while the iterate curve does not.
+    # (d = 64: test_bmrm.py's Hadamard tests' compiled program.)
     prob = nsjax.datasets.hadamard_problem(64, 1.0)
     sol = nsjax.solve(prob, nsjax.solvers.BMRM(), max_steps=8, tol=0.0)
     t = np.arange(1, 9)

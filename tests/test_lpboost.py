@@ -1,4 +1,4 @@
-"""Entropy-regularized LPBoost (paper 003, Example 5, eq. 51) and the max-score loss under
+"""Entropy-regularized LPBoost (Zhang et al. 2010, Example 5, eq. 51) and the max-score loss under
 AGM-EF with its soft-max smoothing (Sec. 5.1, Example 2): `nsjax.losses.MaxScore` against
 closed forms and `jax.grad`, and the solves against cvxpy (exponential cone)."""
 
@@ -66,8 +66,8 @@ def test_lpboost_reaches_the_cvxpy_optimum_with_valid_gaps(solver, lam, cap):
 
 
 def test_max_score_with_l2_reaches_the_cvxpy_optimum():
-    """Paper 004's Hadamard-type problem, λ/2‖w‖² + maxᵢ⟨aᵢ, w⟩, by AGM-EF's primal scheme
-    (Euclidean geometry, soft-max smoothing)."""
+    """The Hadamard-type problem of Saha et al. (2009), λ/2‖w‖² + maxᵢ⟨aᵢ, w⟩, by AGM-EF's
+    primal scheme (Euclidean geometry, soft-max smoothing)."""
     A = np.random.default_rng(1).normal(size=(10, 6))
     J_star = cvxpy_optimum(A, None, 0.1, loss="maxscore", reg="l2")[0]
     prob = nsjax.Problem(MaxScore(), L2(0.1), A)

@@ -1,6 +1,7 @@
-"""OBA (paper 002) against independent optima (cvxpy, LIBLINEAR, scikit-learn's Lasso), the
-paper's claims (Appendix B problem, the ISTA backup "never required"), its globalization at
-work, and the solver invariants (dtypes, jit, sweep, honest product counts)."""
+"""OBA (Keskar et al. 2016) against independent optima (cvxpy, LIBLINEAR, scikit-learn's
+Lasso), the paper's claims (Appendix B problem, the ISTA backup "never required"), its
+globalization at work, and the solver invariants (dtypes, jit, sweep, honest product
+counts)."""
 
 from __future__ import annotations
 
@@ -98,8 +99,9 @@ def test_matches_liblinear_on_breast_cancer_without_ista_backup(mu):
     np.testing.assert_allclose(np.asarray(sol.w), w_lib, rtol=0, atol=1e-6 * np.abs(w_lib).max())
     np.testing.assert_array_equal(np.asarray(sol.w) != 0, np.abs(w_lib) > 1e-6)
     _check_history(sol, min(value, J_lib))
-    # Paper 002, Sec. 4.1: "The backup was never required in the reported experiments"; the
-    # corrective cycle, on the other hand, acts (5 and 8 re-solves at μ = 1e-2 and 1e-3).
+    # Keskar et al. (2016), Sec. 4.1: "The backup was never required in the reported
+    # experiments"; the corrective cycle, on the other hand, acts (5 and 8 re-solves at
+    # μ = 1e-2 and 1e-3).
     assert _stats(sol)["ista_backups"] == 0
     assert _stats(sol)["corrections"] > 0
 
@@ -133,12 +135,12 @@ def test_lasso_matches_scikit_learn(data, alpha):
 
 
 def test_appendix_b_synthetic_reaches_error_1e_10():
-    """The "Synthetic" problem of paper 002 (Appendix B, D(∇²f(0)) ≈ 21 at n = 500): error
-    (15) ≤ 1e-10, measured against the certified lower bound on φ* (so the error is bounded
-    above without a reference run). The paper chose μ by cross-validation and does not give
-    it; at μ = 1e-3 no ISTA backup is taken, at μ = 2e-3 three are (of 28 steps; one of 40
-    with plain CG, on this seed and size): the paper's "never" holds for its runs, not for
-    every instance, so it is bounded here."""
+    """The "Synthetic" problem of Keskar et al. (2016), Appendix B (D(∇²f(0)) ≈ 21 at
+    n = 500): error (15) ≤ 1e-10, measured against the certified lower bound on φ* (so the
+    error is bounded above without a reference run). The paper chose μ by cross-validation
+    and does not give it; at μ = 1e-3 no ISTA backup is taken, at μ = 2e-3 three are (of 28
+    steps; one of 40 with plain CG, on this seed and size): the paper's "never" holds for
+    its runs, not for every instance, so it is bounded here."""
     X, y = nsjax.datasets.oba_synthetic(500, seed=0)
     prob = nsjax.Problem(nsjax.losses.Logistic(), nsjax.regularizers.L1(1e-3), X, y)
     for mu, max_backups in [(1e-3, 0), (2e-3, 3)]:

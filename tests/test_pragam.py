@@ -1,4 +1,4 @@
-"""Pragam (paper 004, Alg. 1): the bound of eq. 26 at every step with the exact Lipschitz
+"""Pragam (Saha et al. 2009, Alg. 1): the bound of eq. 26 at every step with the exact Lipschitz
 constant, the power-iteration estimate and the backtracking that corrects it, and what it
 refuses. The cvxpy optimum, gap validity, jit, dtypes and sweeps are in the registry's
 invariant tests (`solvers.py`)."""

@@ -1,7 +1,8 @@
-"""Exact projections (`nsjax.projections`): the box section of paper 003 §5.5.1 / paper 004
-App. B and the capped simplex, against cvxpy (Clarabel at tight tolerances) and against the
-KKT conditions checked in numpy; every way to the root (Newton passes and a check of the
-kinks around the pivot, or sorting); infeasible input; jit, vmap and float32.
+"""Exact projections (`nsjax.projections`): the box section of Zhang et al. (2010), §5.5.1 /
+Saha et al. (2009), App. B, and the capped simplex, against cvxpy (Clarabel at tight
+tolerances) and against the KKT conditions checked in numpy; every way to the root (Newton
+passes and a check of the kinks around the pivot, or sorting); infeasible input; jit, vmap
+and float32.
 
 Float64 comes from the repository's conftest.py. Every instance has one shape (N) so that
 each configuration compiles once.
@@ -341,7 +342,7 @@ def test_capped_simplex_infeasible_cap():
     np.testing.assert_array_equal(sol.x, np.full(N, 0.5 / N))
 
 
-# -- the elastic-net ball (paper 003 §5.5.2) ----------------------------------------------
+# -- the elastic-net ball (Zhang et al. 2010, §5.5.2) -------------------------------------
 
 
 def _bisection_elastic_net_ball(g, r, gamma):

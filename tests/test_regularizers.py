@@ -1,6 +1,6 @@
 """The regularizer interface: L2 against closed forms and brute force, and a test-only
 kinked regularizer (|w|₁) to check that Problem accepts any implementation and that its
-kinks join the exact line search exactly like a loss's lines (paper 000, eq. 33)."""
+kinks join the exact line search exactly like a loss's lines (Yu et al. 2010, eq. 33)."""
 
 from __future__ import annotations
 

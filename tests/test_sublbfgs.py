@@ -1,4 +1,5 @@
-"""subLBFGS / subBFGS against independent optima (cvxpy, LIBLINEAR) and paper 000's claims."""
+"""subLBFGS / subBFGS against independent optima (cvxpy, LIBLINEAR) and the claims of
+Yu et al. (2010)."""
 
 import warnings
 
@@ -71,7 +72,7 @@ def test_certified_gap_reaches_1e_8_at_the_optimum():
 @pytest.mark.parametrize("solver", [nsjax.solvers.SubBFGS(), nsjax.solvers.SubLBFGS()])
 def test_toy_problem_17_in_two_steps(solver):
     """f(x, y) = 10|x| + |y| from (1, 1): subBFGS with the exact line search lands on the
-    hinge x = 0, then direction finding zeroes the x component (paper 000, Sec. 2.4)."""
+    hinge x = 0, then direction finding zeroes the x component (Yu et al. 2010, Sec. 2.4)."""
     slopes = np.array([[10.0, -10.0], [1.0, -1.0]])
     prob = nsjax.Problem(nsjax.losses.MaxAffine(slopes, reduction="sum"), None, np.eye(2))
     sol = nsjax.solve(prob, solver, w0=[1.0, 1.0], max_steps=2)
