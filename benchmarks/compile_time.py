@@ -1,7 +1,7 @@
 """Compile time of every solver (issue 14, item 3: under 5 s per new shape; issue 51, item 4:
 the default Hybrid's under 1.5 s).
 
-For each solver class, ``nsjax.solve``'s program (``nsjax.loop._run_jit``, max_steps = 500)
+For each solver class, ``nsjax.solve``'s program (``nsjax.loop.lower_solve``, max_steps = 500)
 is traced and lowered (``.lower``: JAX's share) and compiled (``.compile(options)``: XLA's
 share, with the options nsjax uses for the problem, `nsjax.programs.compile_options`: at
 this size on a CPU, the older emitters and LLVM at -O0) for a new shape, and compiled
@@ -27,11 +27,10 @@ import warnings
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import nsjax
-from nsjax.loop import _run_jit, history_length
+from nsjax.loop import lower_solve
 from nsjax.programs import compile_options
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -62,21 +61,18 @@ def problems() -> dict:
 
 
 def measure(prob, solver) -> dict:
-    """nsjax's program (``_run_jit`` compiled with `compile_options`), then the same with
+    """nsjax's program (``lower_solve``'s, compiled with `compile_options`), then the same with
     XLA's defaults."""
-    args = (prob.without_classes(), jnp.zeros(prob.w_shape, prob.dtype),
-            jnp.asarray(1e-6, prob.dtype), MAX_STEPS)
-    kwargs = {"solver": solver, "length": history_length(MAX_STEPS)}
     jax.clear_caches()
     t0 = time.perf_counter()
-    lowered = _run_jit.lower(*args, **kwargs)
+    lowered = lower_solve(prob, solver, max_steps=MAX_STEPS)
     t1 = time.perf_counter()
-    options = compile_options(args[0])
+    options = compile_options(prob)
     lowered.compile(options)
     t2 = time.perf_counter()
     text = lowered.as_text()
     jax.clear_caches()
-    default = _run_jit.lower(*args, **kwargs)
+    default = lower_solve(prob, solver, max_steps=MAX_STEPS)
     t3 = time.perf_counter()
     default.compile()
     t4 = time.perf_counter()

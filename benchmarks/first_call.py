@@ -84,11 +84,10 @@ def child(what: str) -> dict:
 
 def compile_times() -> dict:
     import jax
-    import jax.numpy as jnp
     import numpy as np
 
     import nsjax
-    from nsjax.loop import _run_jit, history_length
+    from nsjax.loop import lower_solve
     from nsjax.programs import compile_options
 
     rng = np.random.default_rng(0)
@@ -101,14 +100,11 @@ def compile_times() -> dict:
                 "crammer-singer": nsjax.Problem(L.MulticlassHinge(), R.L2(1e-2), X, labels)}
     out = {}
     for name, prob in problems.items():
-        p = prob.without_classes()
-        args = (p, p.start(), jnp.asarray(1e-6, p.dtype), jnp.asarray(500, jnp.int32))
         jax.clear_caches()
         t0 = time.perf_counter()
-        lowered = _run_jit.lower(*args, solver=nsjax.solvers.Hybrid(),
-                                 length=history_length(500), progress=0)
+        lowered = lower_solve(prob, nsjax.solvers.Hybrid(), max_steps=500)
         t1 = time.perf_counter()
-        lowered.compile(compile_options(p))
+        lowered.compile(compile_options(prob))
         out[name] = {"lower_s": t1 - t0, "compile_s": time.perf_counter() - t1}
     return out
 

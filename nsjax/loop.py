@@ -350,6 +350,20 @@ def failure_message(name, sol, tol, dtype) -> str:
             f"gap {float(sol.gap):.2e} (tol · max(1, |J|) = {target:.2e}). {sol.result.message}")
 
 
+def lower_solve(problem, solver=None, max_steps=500, tol=1e-6):
+    """The `jax.stages.Lowered` of the program `solve` runs for ``problem`` (as given: no
+    shape bucket, no progress reports), for tools that inspect or time it: ``.as_text()``
+    is its StableHLO, ``.compile(nsjax.programs.compile_options(problem))`` compiles it as
+    `solve` would. ``solver`` defaults to `default_solver`'s; the problem is checked
+    against it first (`nsjax.solvers.check`)."""
+    w0 = _check_common(problem, None, max_steps, tol)
+    solver = as_solver(solver, problem)
+    check(solver, problem)
+    return _run_jit.lower(problem.without_classes(), w0, to_device(tol, problem.dtype),
+                          to_device(max_steps, jnp.int32), solver=solver,
+                          length=history_length(max_steps), progress=0)
+
+
 def _warn_unless_all_successful(solver, sols, what):
     """One `ConvergenceWarning` for the lanes of a stacked solution that did not succeed."""
     result = np.asarray(sols.result)

@@ -19,7 +19,6 @@ import json  # noqa: E402
 import warnings  # noqa: E402
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
@@ -29,7 +28,6 @@ if "NSJAX_TEST_CACHE_DIR" in os.environ:  # the test run's compilation cache (co
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 import nsjax  # noqa: E402
-from nsjax.loop import _run_jit, history_length  # noqa: E402
 
 S, L, R = nsjax.solvers, nsjax.losses, nsjax.regularizers
 N, D = 96, 7  # 96 rows: 12 per device
@@ -117,9 +115,7 @@ def main():
     prob = problem("hinge").shard(mesh)
     sparse = problem("hinge-sparse").shard(mesh)
     for key, p in (("all_reduce", prob), ("all_reduce_sparse", sparse)):
-        hlo = _run_jit.lower(p.without_classes(), p.zeros(), jnp.asarray(1e-6, p.dtype),
-                             jnp.asarray(2000, jnp.int32), solver=S.BMRM(),
-                             length=history_length(2000)).compile().as_text()
+        hlo = nsjax.loop.lower_solve(p, S.BMRM(), max_steps=2000).compile().as_text()
         out[key] = "all-reduce" in hlo
     sols = nsjax.sweep(prob, [0.3, 0.1, 0.03], S.BMRM(), tol=1e-10)
     out["sweep"] = [float(v) for v in sols.value]

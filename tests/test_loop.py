@@ -193,3 +193,13 @@ def test_max_steps_is_traced_and_the_history_cut_to_it():
     for m in (2049, 5000, 10**5, 10**7):
         assert m <= history_length(m) <= m * 9 / 8
     assert len({history_length(m) for m in range(4097, 8193)}) == 8
+
+
+def test_lower_solve_is_the_program_solve_compiles_and_checks_the_solver_first():
+    prob = _problem()
+    lowered = nsjax.loop.lower_solve(prob, HINGE_SOLVER, max_steps=40)
+    assert "stablehlo.while" in lowered.as_text()
+    with pytest.raises(ValueError, match="does not support an unregularized bias"):
+        nsjax.loop.lower_solve(nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.1),
+                                             np.eye(4), [0, 1, 0, 1], bias=True),
+                               nsjax.solvers.OBA())
