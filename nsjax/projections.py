@@ -277,9 +277,17 @@ def project_simplex(v: jax.Array, mask: jax.Array | None = None) -> jax.Array:
     return _simplex_jit(v, mask)
 
 
+def _in_float(x, *scalars):
+    """x in a floating dtype (float for integers), and ``scalars`` in that dtype: what the
+    jitted entry points below compute in."""
+    x = jnp.asarray(x)
+    x = x.astype(jnp.result_type(float, x.dtype))
+    return (x, *(jnp.asarray(c, x.dtype) for c in scalars))
+
+
 @jax.jit
 def _simplex_jit(v, mask):
-    v = v.astype(jnp.result_type(float, v.dtype))
+    (v,) = _in_float(v)
     return _simplex(v, jnp.ones(v.shape, bool) if mask is None else mask)
 
 
@@ -1193,8 +1201,7 @@ def entropic_capped_simplex(logits: jax.Array, cap=1.0) -> jax.Array:
 
 @jax.jit
 def _entropic_jit(logits, cap):
-    logits = logits.astype(jnp.result_type(float, logits.dtype))
-    return _entropic(logits, jnp.asarray(cap, logits.dtype))
+    return _entropic(*_in_float(logits, cap))
 
 
 def _entropic_parts(logits, cap):
@@ -1379,9 +1386,7 @@ def project_elastic_net_ball(g: jax.Array, r, gamma) -> jax.Array:
 
 @jax.jit
 def _ball_jit(g, r, gamma):
-    g = jnp.asarray(g)
-    g = g.astype(jnp.result_type(float, g.dtype))
-    return _ball(g, jnp.asarray(r, g.dtype), jnp.asarray(gamma, g.dtype))
+    return _ball(*_in_float(g, r, gamma))
 
 
 @jax.custom_jvp
@@ -1446,9 +1451,7 @@ def elastic_net_ball_support(v: jax.Array, r, gamma) -> jax.Array:
 
 @jax.jit
 def _support_jit(v, r, gamma):
-    v = jnp.asarray(v)
-    v = v.astype(jnp.result_type(float, v.dtype))
-    return _support(v, jnp.asarray(r, v.dtype), jnp.asarray(gamma, v.dtype))
+    return _support(*_in_float(v, r, gamma))
 
 
 def _support_parts(v, r, gamma):
