@@ -1,10 +1,20 @@
-"""Pieces shared by ``binary_hinge.py`` and ``multiclass_hinge.py``.
+"""The benchmarks' harness: what the scripts of this folder share.
 
-Machine description, the nsjax timing helpers (compile time, the first run, and the time to
-a step: the same compiled program rerun with ``tol`` set so that it stops right after step
-k), LIBLINEAR's best-of-3 fit timing, table formatting, plot scaffolding (and the certified
-gap vs time plot both scripts draw) and JSON conversion. The scripts import it as
-``_common`` with their own folder on ``sys.path``.
+- the machine: host, library versions and git state (``machine``), written into every JSON;
+- timing: an nsjax solve (``timed_solve``), a jitted function's best of k (``best_of``), the
+  compile of a solve's program (``compile_time``), the step inside ``solve``'s loop from two
+  runs (``per_step``), the time to a step of a recorded run (``run_method``,
+  ``time_to_step``, ``phase_times``: the same compiled program rerun with ``tol`` set so
+  that it stops right after step k);
+- peers: LIBLINEAR's best-of-3 fit timing (``timed_fit``) and, for the binary hinge, its fits
+  with ``max_iter`` doubled and the time to a target (``liblinear_doubling``,
+  ``liblinear_time_to``), the objective in numpy (``hinge_objective``) and the exact QP
+  (``qp_reference``, Clarabel); X w with Xᵀ as its VJP for peers that differentiate
+  (``scores``: optax, jaxopt);
+- output: table formatting, matplotlib (``pyplot``, ``subplots``, ``save_figure``, the
+  certified-gap plot, the stacked step split) and JSON (``save_json``, ``jsonable``).
+
+The scripts import it as ``_common`` with their own folder on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -23,8 +33,10 @@ from typing import Any
 
 import jax
 import numpy as np
+import scipy.sparse as sp
 import sklearn
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import LinearSVC
 
 import nsjax
 
@@ -97,6 +109,113 @@ def timed_fit(clf: Any, X: Any, y: Any) -> float:
 
 
 # ----------------------------------------------------------------------------------------
+# Peers on the binary hinge: LIBLINEAR and an exact QP
+# (binary_hinge.py, liblinear_race.py, large_scale.py, pragam_fig12.py, gpu.py)
+# ----------------------------------------------------------------------------------------
+
+LIBLINEAR_TOL = 1e-10  # the binary hinge's LIBLINEAR fits: max_iter stops them, not tol
+QP_MAX_NNZ = 200_000  # the exact QP (Clarabel) only for problems up to this many nonzeros
+
+
+# Independent numpy reference, only for coefficients from outside nsjax (LIBLINEAR, Clarabel)
+# and for J in float64 of a float32 run's w.
+def hinge_objective(w: np.ndarray, X: Any, y: np.ndarray, lam: float) -> float:
+    """J(w) = lam/2 ||w||^2 + mean(max(0, 1 - y X w)) in float64 numpy; X dense or
+    scipy.sparse, y in {-1, +1}."""
+    margins = 1.0 - y * np.asarray(X @ w).ravel()
+    return float(0.5 * lam * (w @ w) + np.mean(np.maximum(0.0, margins)))
+
+
+def qp_reference(X: Any, y: np.ndarray, lam: float) -> dict | None:
+    """Solve the binary hinge's primal QP with Clarabel; return J, a certified lower bound and
+    the time (None without cvxpy or above ``QP_MAX_NNZ``)."""
+    try:
+        import cvxpy as cp
+    except ImportError:
+        return None
+    n, d = X.shape
+    nnz = X.nnz if sp.issparse(X) else n * d
+    if nnz > QP_MAX_NNZ:
+        return None
+    w, xi = cp.Variable(d), cp.Variable(n)
+    margin = xi >= 1 - cp.multiply(y.astype(float), X @ w)
+    prob = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(w) + cp.sum(xi) / n), [xi >= 0, margin])
+    t0 = time.perf_counter()
+    try:
+        prob.solve(solver="CLARABEL", tol_gap_abs=1e-14, tol_gap_rel=1e-14, tol_feas=1e-14,
+                   tol_ktratio=1e-12, max_iter=500)
+    except Exception as exc:  # solver missing or failed: the benchmark goes on without it
+        return {"error": repr(exc)}
+    elapsed = time.perf_counter() - t0
+    if w.value is None or margin.dual_value is None:
+        return {"error": f"status {prob.status}"}
+    # Dual of J: max_{beta in [0,1]^n} mean(beta) - ||X^T (beta y)||^2 / (2 lam n^2).
+    beta = np.clip(np.asarray(margin.dual_value).ravel() * n, 0.0, 1.0)
+    v = np.asarray(X.T @ (beta * y)).ravel()
+    lower = float(beta.sum() / n - (v @ v) / (2 * lam * n * n))
+    return {"value": hinge_objective(np.asarray(w.value), X, y, lam), "lower_bound": lower,
+            "time_s": elapsed, "status": prob.status, "solver": "cvxpy + Clarabel"}
+
+
+def liblinear_fit(X: Any, y: np.ndarray, lam: float, max_iter: int) -> dict:
+    """One fresh fit of LIBLINEAR's binary hinge (``LinearSVC(loss="hinge", dual=True,
+    fit_intercept=False, C=1/(lam n), tol=LIBLINEAR_TOL)``), timed by ``timed_fit``."""
+    n = X.shape[0]
+    clf = LinearSVC(loss="hinge", dual=True, fit_intercept=False, C=1.0 / (lam * n),
+                    tol=LIBLINEAR_TOL, max_iter=int(max_iter), random_state=0)
+    elapsed = timed_fit(clf, X, y)
+    n_iter = int(np.max(clf.n_iter_))
+    return {"max_iter": int(max_iter), "time_s": elapsed, "n_iter": n_iter,
+            "value": hinge_objective(clf.coef_.ravel().astype(float), X, y, lam),
+            "converged": n_iter < max_iter}
+
+
+def liblinear_doubling(X: Any, y: np.ndarray, lam: float, caps: Any) -> dict:
+    """Fits with max_iter = 1, 2, 4, ... until LIBLINEAR converges, 2 max_iter passes
+    ``caps.lib_max_iter``, a fit takes longer than ``caps.lib_run_cap`` or the fits add up to
+    ``caps.lib_total_cap``; the last fit is the reference."""
+    runs: list[dict] = []
+    k, total = 1, 0.0
+    while True:
+        run = liblinear_fit(X, y, lam, k)
+        runs.append(run)
+        total += run["time_s"]
+        if (run["converged"] or 2 * k > caps.lib_max_iter or run["time_s"] > caps.lib_run_cap
+                or total > caps.lib_total_cap):
+            break
+        k *= 2
+    last = runs[-1]
+    return {"runs": runs, "reference": last, "fit_overhead_s": runs[0]["time_s"],
+            "converged": last["converged"], "doubling_total_s": total}
+
+
+def liblinear_time_to(X: Any, y: np.ndarray, lam: float, lib: dict, j_star: float,
+                      target: float, caps: Any) -> dict | None:
+    """Measured time of the smallest max_iter found whose J meets the target (the doubling's
+    fits, then up to ``caps.lib_refine_fits`` bisection fits where the crossing fit took at
+    most ``caps.lib_refine_cap``)."""
+    runs = sorted(lib["runs"], key=lambda r: r["max_iter"])
+    hit = next((r for r in runs if rel_subopt(r["value"], j_star) <= target), None)
+    if hit is None:
+        return None
+    below = [r["max_iter"] for r in runs if r["max_iter"] < hit["max_iter"]]
+    lo, hi, best = (max(below) if below else 0), hit["max_iter"], hit
+    refined = 0
+    if hit["time_s"] <= caps.lib_refine_cap:
+        while hi - lo > 1 and refined < caps.lib_refine_fits:
+            mid = (lo + hi) // 2
+            run = liblinear_fit(X, y, lam, mid)
+            lib["runs"].append(run)  # kept for the plot and the JSON
+            refined += 1
+            if rel_subopt(run["value"], j_star) <= target:
+                hi, best = mid, run
+            else:
+                lo = mid
+    return {"time_s": best["time_s"], "max_iter": best["max_iter"], "refine_fits": refined,
+            "bracket": [lo, hi]}
+
+
+# ----------------------------------------------------------------------------------------
 # nsjax
 # ----------------------------------------------------------------------------------------
 
@@ -134,6 +253,35 @@ def compile_time(prob: nsjax.Problem, solver: Any, max_steps: int) -> float:
     first, _ = timed_solve(prob, solver, max_steps, 1e30)
     again, _ = timed_solve(prob, solver, max_steps, 1e30)
     return max(first - again, 0.0)
+
+
+def per_step(prob: nsjax.Problem, solver: Any, ks: tuple[int, int], repeats: int = 3) -> dict:
+    """The step inside ``solve``'s loop: (t(K2) - t(K1)) / (steps2 - steps1), each t the best
+    of ``repeats`` compiled ``solve(max_steps=K, tol=0)`` after a compiling call, with the
+    steps each run really took (a solver that stops early is listed in "stopped_early"); the
+    difference cancels the fixed costs (init, checks, an end-of-run certificate). Products
+    per step: the same difference of ``sol.stats["matvecs"]``; "fixed_s_at_K1" and
+    "fixed_products_at_K1" keep what the difference cancelled."""
+    runs = []
+    for k in ks:
+        first, _ = timed_solve(prob, solver, k, 0.0)  # compiles the max_steps=k program
+        best, sol = min((timed_solve(prob, solver, k, 0.0) for _ in range(repeats)),
+                        key=lambda r: r[0])
+        runs.append({"max_steps": k, "first_call_s": first, "best_s": best,
+                     "num_steps": int(sol.num_steps), "result": sol.result.name,
+                     "value": float(sol.value), "gap": float(sol.gap),
+                     "stats": {s: int(v) for s, v in sol.stats.items()}})
+    (a, b), out = runs, {"runs": runs, "first_call_s": runs[0]["first_call_s"]}
+    steps = b["num_steps"] - a["num_steps"]
+    out["stopped_early"] = [r["max_steps"] for r in runs if r["num_steps"] < r["max_steps"]]
+    out["step_s"] = (b["best_s"] - a["best_s"]) / steps if steps > 0 else None
+    mv_a, mv_b = a["stats"].get("matvecs"), b["stats"].get("matvecs")
+    out["products_per_step"] = (mv_b - mv_a) / steps if steps > 0 and mv_a is not None else None
+    if out["step_s"] is not None:  # what the difference cancelled: init, end-of-run work
+        out["fixed_s_at_K1"] = a["best_s"] - a["num_steps"] * out["step_s"]
+    if out["products_per_step"] is not None:
+        out["fixed_products_at_K1"] = mv_a - a["num_steps"] * out["products_per_step"]
+    return out
 
 
 def run_method(prob: nsjax.Problem, m: Method, stop_tol: float) -> dict:
@@ -308,13 +456,20 @@ def fmt_time(entry: dict | None) -> str:
     return f"{mark}{entry['time_s']:.3g} s"
 
 
-def subplots(results: dict, ncols: int):
-    """matplotlib (Agg) and a figure with a row of axes per dataset, a column per lam."""
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (files only, no display); imported on first
+    use, so that a script's measurements run without matplotlib."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def subplots(results: dict, ncols: int):
+    """matplotlib (Agg) and a figure with a row of axes per dataset, a column per lam."""
+    plt = pyplot()
     rows = len(results)
     fig, axes = plt.subplots(rows, ncols, figsize=(5 * ncols, 4 * rows), squeeze=False)
     return plt, fig, axes
@@ -384,12 +539,8 @@ def plot_step_split(results: dict, stack: list, hatched: set, note: Any, xlabel:
     """A stacked bar per case of ``results`` ({label: {part key: ms}}), the parts of
     ``stack`` ([(key, legend name)]) in order (negative parts not drawn, ``hatched`` keys
     hatched), an x at ``x_key``'s value, a bar at ``line_key``'s (if given) and the text
-    ``note(r)`` after each bar (``step_profile.py``, ``bundle_profile.py``)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    ``note(r)`` after each bar (``step_profile.py``)."""
+    plt = pyplot()
     labels = list(results)
     height = 1.2 + 0.7 * len(labels)
     fig, ax = plt.subplots(figsize=(10, height))
@@ -417,10 +568,11 @@ def plot_step_split(results: dict, stack: list, hatched: set, note: Any, xlabel:
     plt.close(fig)
 
 
-def save_json(path: Path, payload: dict) -> None:
-    """Write ``payload`` (made `jsonable`) to ``path``, creating its folder."""
+def save_json(path: Path, payload: dict, drop: tuple[str, ...] = ()) -> None:
+    """Write ``payload`` (made `jsonable`, the keys in ``drop`` left out) to ``path``,
+    creating its folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(jsonable(payload, ()), indent=1))
+    path.write_text(json.dumps(jsonable(payload, drop), indent=1))
 
 
 def jsonable(obj: Any, drop: tuple[str, ...]) -> Any:

@@ -12,7 +12,7 @@ Problems: scikit-learn digits, even vs odd (dense, 1797 x 64), and
 Reference optimum J*. LIBLINEAR's dual coordinate descent (``sklearn.svm.LinearSVC(
 loss="hinge", dual=True, fit_intercept=False, C=1/(lam n), tol=1e-10, random_state=0)``)
 is run with max_iter = 1, 2, 4, ... until it converges (or a cap): the last run is the
-tight LIBLINEAR reference. Where the problem is small enough (nnz <= ``QP_MAX_NNZ``) and
+tight LIBLINEAR reference. Where the problem is small enough (nnz <= ``_common.QP_MAX_NNZ``) and
 cvxpy is installed, the QP is also solved by Clarabel (interior point, tolerances 1e-14),
 whose dual variables give a *certified* lower bound: on digits at small lam LIBLINEAR
 stops far from the optimum (its primal J is not monotone in max_iter and stalls), so
@@ -131,7 +131,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -143,45 +142,45 @@ import jax
 import numpy as np
 import optax
 import scipy.sparse as sp
-from sklearn.svm import LinearSVC
 
 import nsjax
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402  (the script's folder is on sys.path only from here)
     HERE,
+    LIBLINEAR_TOL,
     PLOT_FLOOR,
     TARGETS,
     Method,
     compile_time,
     first_hit,
     fmt_time,
-    jsonable,
+    liblinear_doubling,
+    liblinear_time_to,
     machine,
     phase_times,
     plot_gap_time,
     plot_target_marks,
+    qp_reference,
     ratio_line,
     rel_subopt,
     run_method,
     save_figure,
+    save_json,
     scores,
     style_axes,
     subplots,
     switch_note,
     time_to_step,
-    timed_fit,
     timed_solve,
 )
 
 jax.config.update("jax_enable_x64", True)
 
 LAMS = (1e-4, 1e-5, 1e-6)
-LIBLINEAR_TOL = 1e-10
 STOP_TOL = 1e-6  # nsjax: stop once the certified gap <= STOP_TOL * max(1, |J|)
 CERT_TARGET = 1e-3  # the certified-gap target of the second table (absolute)
 OPTAX_WARMUP_STEPS = 3
-QP_MAX_NNZ = 200_000
 SUB = "nsjax SubLBFGS"
 HYB = "nsjax Hybrid (default)"
 QP_BMRM = "qp-BMRM"
@@ -230,15 +229,9 @@ QUICK = Caps((5_000, 2_000), 500, 500, 250, 5000, 5000, True, 0.0, 2.0, 20.0, 10
 
 
 # ----------------------------------------------------------------------------------------
-# The objective: numpy for external solvers' coefficients, nsjax's own for the rest
+# The objective for optax and nsjax's own (numpy, for external solvers' coefficients:
+# _common.hinge_objective)
 # ----------------------------------------------------------------------------------------
-
-
-# Independent numpy reference, only for coefficients from outside nsjax (LIBLINEAR, Clarabel).
-def objective(w: np.ndarray, X: Any, y: np.ndarray, lam: float) -> float:
-    """J(w) in float64 numpy; X dense or scipy.sparse, y in {-1, +1}."""
-    margins = 1.0 - y * np.asarray(X @ w).ravel()
-    return float(0.5 * lam * (w @ w) + np.mean(np.maximum(0.0, margins)))
 
 
 def jax_objective(w: jax.Array, data: nsjax.Problem) -> jax.Array:
@@ -251,97 +244,6 @@ def jax_objective(w: jax.Array, data: nsjax.Problem) -> jax.Array:
 def nsjax_objective(prob: nsjax.Problem, w: jax.Array) -> jax.Array:
     """``prob.objective(w)``, compiled once per problem shape (``prob`` is an argument)."""
     return prob.objective(w)
-
-
-# ----------------------------------------------------------------------------------------
-# Reference: a certified QP solution where small enough
-# ----------------------------------------------------------------------------------------
-
-
-def qp_reference(X: Any, y: np.ndarray, lam: float) -> dict | None:
-    """Solve the primal QP with Clarabel; return J, a certified lower bound and the time."""
-    try:
-        import cvxpy as cp
-    except ImportError:
-        return None
-    n, d = X.shape
-    nnz = X.nnz if sp.issparse(X) else n * d
-    if nnz > QP_MAX_NNZ:
-        return None
-    w, xi = cp.Variable(d), cp.Variable(n)
-    margin = xi >= 1 - cp.multiply(y.astype(float), X @ w)
-    prob = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(w) + cp.sum(xi) / n), [xi >= 0, margin])
-    t0 = time.perf_counter()
-    try:
-        prob.solve(solver="CLARABEL", tol_gap_abs=1e-14, tol_gap_rel=1e-14, tol_feas=1e-14,
-                   tol_ktratio=1e-12, max_iter=500)
-    except Exception as exc:  # solver missing or failed: the benchmark goes on without it
-        return {"error": repr(exc)}
-    elapsed = time.perf_counter() - t0
-    if w.value is None or margin.dual_value is None:
-        return {"error": f"status {prob.status}"}
-    # Dual of J: max_{beta in [0,1]^n} mean(beta) - ||X^T (beta y)||^2 / (2 lam n^2).
-    beta = np.clip(np.asarray(margin.dual_value).ravel() * n, 0.0, 1.0)
-    v = np.asarray(X.T @ (beta * y)).ravel()
-    lower = float(beta.sum() / n - (v @ v) / (2 * lam * n * n))
-    return {"value": objective(np.asarray(w.value), X, y, lam), "lower_bound": lower,
-            "time_s": elapsed, "status": prob.status, "solver": "cvxpy + Clarabel"}
-
-
-# ----------------------------------------------------------------------------------------
-# LIBLINEAR
-# ----------------------------------------------------------------------------------------
-
-
-def liblinear_fit(X: Any, y: np.ndarray, lam: float, max_iter: int) -> dict:
-    n = X.shape[0]
-    clf = LinearSVC(loss="hinge", dual=True, fit_intercept=False, C=1.0 / (lam * n),
-                    tol=LIBLINEAR_TOL, max_iter=int(max_iter), random_state=0)
-    elapsed = timed_fit(clf, X, y)
-    n_iter = int(np.max(clf.n_iter_))
-    return {"max_iter": int(max_iter), "time_s": elapsed, "n_iter": n_iter,
-            "value": objective(clf.coef_.ravel().astype(float), X, y, lam),
-            "converged": n_iter < max_iter}
-
-
-def liblinear_doubling(X: Any, y: np.ndarray, lam: float, caps: Caps) -> dict:
-    runs: list[dict] = []
-    k, total = 1, 0.0
-    while True:
-        run = liblinear_fit(X, y, lam, k)
-        runs.append(run)
-        total += run["time_s"]
-        if (run["converged"] or 2 * k > caps.lib_max_iter or run["time_s"] > caps.lib_run_cap
-                or total > caps.lib_total_cap):
-            break
-        k *= 2
-    last = runs[-1]
-    return {"runs": runs, "reference": last, "fit_overhead_s": runs[0]["time_s"],
-            "converged": last["converged"], "doubling_total_s": total}
-
-
-def liblinear_time_to(X: Any, y: np.ndarray, lam: float, lib: dict, j_star: float,
-                      target: float, caps: Caps) -> dict | None:
-    """Measured time of the smallest max_iter found whose J meets the target."""
-    runs = sorted(lib["runs"], key=lambda r: r["max_iter"])
-    hit = next((r for r in runs if rel_subopt(r["value"], j_star) <= target), None)
-    if hit is None:
-        return None
-    below = [r["max_iter"] for r in runs if r["max_iter"] < hit["max_iter"]]
-    lo, hi, best = (max(below) if below else 0), hit["max_iter"], hit
-    refined = 0
-    if hit["time_s"] <= caps.lib_refine_cap:
-        while hi - lo > 1 and refined < caps.lib_refine_fits:
-            mid = (lo + hi) // 2
-            run = liblinear_fit(X, y, lam, mid)
-            lib["runs"].append(run)  # kept for the plot and the JSON
-            refined += 1
-            if rel_subopt(run["value"], j_star) <= target:
-                hi, best = mid, run
-            else:
-                lo = mid
-    return {"time_s": best["time_s"], "max_iter": best["max_iter"], "refine_fits": refined,
-            "bracket": [lo, hi]}
 
 
 # ----------------------------------------------------------------------------------------
@@ -811,7 +713,7 @@ def main(argv: list[str] | None = None) -> None:
         "table": lines, "notes": notes, "results": results,
     }
     json_path = args.out / f"binary_hinge{suffix}.json"
-    json_path.write_text(json.dumps(jsonable(payload, ("prob", "solver", "method", "w")), indent=1))
+    save_json(json_path, payload, ("prob", "solver", "method", "w"))
     plot(results, png)
     plot_gaps(results, gap_png)
     plot_gap_time(results, SHORT, COLORS, len(LAMS), gap_time_png,

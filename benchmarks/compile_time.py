@@ -34,7 +34,7 @@ from nsjax.loop import lower_solve
 from nsjax.programs import compile_options
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, machine, save_figure, save_json  # noqa: E402  (the script's folder is on sys.path)
+from _common import HERE, machine, pyplot, save_figure, save_json  # noqa: E402  (the script's folder is on sys.path)
 
 jax.config.update("jax_enable_x64", True)
 warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
@@ -93,11 +93,7 @@ def cases():
 
 
 def plot(rows: list[dict], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     labels = [f"{r['solver']}\n{r['problem']}{' +b' if r['bias'] else ''}" for r in rows]
     x = np.arange(len(rows))
     fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(rows)), 4.5))

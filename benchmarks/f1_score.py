@@ -62,7 +62,6 @@ writes ``f1_score_quick.*``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -80,7 +79,7 @@ import nsjax
 from nsjax.loop import default_solver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, jsonable, machine, save_figure  # noqa: E402
+from _common import HERE, machine, pyplot, save_figure, save_json, timed_solve  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
@@ -129,13 +128,6 @@ def with_ones(X: np.ndarray) -> np.ndarray:
     return np.hstack([X, np.ones((X.shape[0], 1))])
 
 
-def timed(prob: nsjax.Problem, solver: Any, tol: float, max_steps: int):
-    t0 = time.perf_counter()
-    sol = nsjax.solve(prob, solver, tol=tol, max_steps=max_steps)
-    jax.block_until_ready(sol.w)
-    return time.perf_counter() - t0, sol
-
-
 def train(spec: dict, lam: float, X: np.ndarray, y: np.ndarray, solver: Any = None,
           tol: float | None = None, max_steps: int = MAX_STEPS, time_it: bool = True) -> dict:
     """Solve one problem; with ``time_it``: compile first, then the timed compiled call(s)."""
@@ -145,13 +137,13 @@ def train(spec: dict, lam: float, X: np.ndarray, y: np.ndarray, solver: Any = No
     prob = nsjax.Problem(spec["loss"], nsjax.regularizers.L2(lam), Xp, y, bias=spec["bias"])
     compile_s = None
     if time_it:
-        first, _ = timed(prob, solver, 1e30, max_steps)
-        again, _ = timed(prob, solver, 1e30, max_steps)
+        first, _ = timed_solve(prob, solver, max_steps, 1e30)
+        again, _ = timed_solve(prob, solver, max_steps, 1e30)
         compile_s = max(first - again, 0.0)
-    wall, sol = timed(prob, solver, tol, max_steps)
+    wall, sol = timed_solve(prob, solver, max_steps, tol)
     reps = 1
     while time_it and wall < REPEAT_BELOW and reps < 3:
-        wall = min(wall, timed(prob, solver, tol, max_steps)[0])
+        wall = min(wall, timed_solve(prob, solver, max_steps, tol)[0])
         reps += 1
     w = np.asarray(sol.w)
     coef, b = (w[:-1], w[-1]) if spec["bias"] else (w, 0.0)
@@ -254,11 +246,7 @@ def table(results: dict) -> list[str]:
 
 
 def plot(results: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     n = len(results) + 1
     ncols = min(4, n)
     nrows = -(-n // ncols)
@@ -365,7 +353,7 @@ def main(argv: list[str] | None = None) -> None:
         "results": results, "agm_comparison": agm,
     }
     json_path = args.out / f"f1_score{suffix}.json"
-    json_path.write_text(json.dumps(jsonable(payload, ()), indent=1))
+    save_json(json_path, payload)
     plot(results, png)
     print(f"\nwrote {json_path} and {png} ({time.perf_counter() - start:.0f} s in all)")
 

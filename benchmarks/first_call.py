@@ -188,11 +188,9 @@ def main() -> None:
 
 
 def plot(rows: dict) -> None:
-    import matplotlib
+    from _common import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = list(rows)
     fig, ax = plt.subplots(figsize=(9, 4.5))
     ax.barh(names, [rows[n]["seconds"] for n in names], color="tab:blue", label="nsjax")

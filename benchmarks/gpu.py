@@ -34,10 +34,10 @@ it. It runs unchanged on a CPU (``--quick`` is the CPU check that it works).
    LIB_ITERS (the 2-core CPU run needed 14 epochs at 1M to reach 1e-3): time and float64 J;
    its time to 1e-3 is that of the first fit at 1e-3 (an upper bound: the max_iter grid is
    coarse).
-4. The dense set of ``dense_step.py`` (80,000 x 500, standard normal; the hinge with L2(1e-5))
-   in float32 and float64: one read of X, X w, Xᵀu, and the step in the loop of
-   ``SubLBFGS(certify=False)``, ``BMRM()`` and the Hybrid (``dense_step.per_step``), against
-   two reads of X.
+4. A dense set (``make_data``: 80,000 x 500, standard normal; the hinge with L2(1e-5)) in
+   float32 and float64: one read of X, X w, Xᵀu, and the step in the loop of
+   ``SubLBFGS(certify=False)``, ``BMRM()`` and the Hybrid (``_common.per_step``: t(60 steps) -
+   t(20 steps), best of 3 each), against two reads of X.
 5. The split of a subLBFGS step on the sparse float32 problem (``step_profile.profile``:
    products, direction, B v in both forms, line search by the device's bracket and by each,
    subgradient, memory update); it also checks that the brackets give the same step on
@@ -70,10 +70,18 @@ import numpy as np  # noqa: E402
 import nsjax  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, PLOT_FLOOR, compile_time, machine, save_json  # noqa: E402
-from binary_hinge import objective  # noqa: E402
-from dense_step import best_of, make_data  # noqa: E402
-from dense_step import per_step as dense_per_step  # noqa: E402
+from _common import (  # noqa: E402  (the script's folder is on sys.path only from here)
+    HERE,
+    PLOT_FLOOR,
+    best_of,
+    compile_time,
+    hinge_objective,
+    machine,
+    per_step,
+    pyplot,
+    save_json,
+    timed_solve,
+)
 from large_scale import generate, layout_bytes, read_bandwidth  # noqa: E402
 from step_profile import profile  # noqa: E402
 
@@ -116,11 +124,14 @@ class Clock:
         print(f"[{self.now():6.1f} s] {msg}", flush=True)
 
 
-def timed(prob, solver, k: int, tol: float):
-    t0 = time.perf_counter()
-    sol = nsjax.solve(prob, solver, max_steps=k, tol=tol)
-    jax.block_until_ready((sol.w, sol.history))
-    return time.perf_counter() - t0, sol
+def make_data(n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """The dense set: X standard normal from ``default_rng(0)``, y = sign(X w_planted + 0.5
+    noise) (the set of issue 14's dense-step study; RESULTS.md)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, d))
+    w_planted = rng.standard_normal(d)
+    y = np.sign(X @ w_planted + 0.5 * rng.standard_normal(n))
+    return X, np.where(y == 0, 1.0, y)
 
 
 def products(prob) -> dict:
@@ -134,16 +145,16 @@ def sparse_method(prob, solver, X, y, clock: Clock) -> dict:
     """Compile, the step in the loop, the trajectory (see the module docstring)."""
     out = {"solver": repr(solver), "compile_s": compile_time(prob, solver, TRAJ_STEPS)}
     clock.log(f"    compiled in {out['compile_s']:.1f} s")
-    runs = {k: min(timed(prob, solver, k, 0.0)[0] for _ in range(3)) for k in KS}
+    runs = {k: min(timed_solve(prob, solver, k, 0.0)[0] for _ in range(3)) for k in KS}
     out["step_s"] = (runs[KS[1]] - runs[KS[0]]) / (KS[1] - KS[0])
     out["fixed_s"] = runs[KS[0]] - KS[0] * out["step_s"]
     clock.log(f"    step in the loop {1e3 * out['step_s']:.2f} ms")
-    wall, sol = timed(prob, solver, TRAJ_STEPS, TRAJ_TOL)
+    wall, sol = timed_solve(prob, solver, TRAJ_STEPS, TRAJ_TOL)
     steps = int(sol.num_steps)
     out.update(
         wall_s=wall, steps=steps, result=nsjax.RESULTS(int(sol.result)).name,
         value=float(sol.value), gap=float(sol.gap), lower_bound=float(sol.value - sol.gap),
-        value_f64=objective(np.asarray(sol.w, dtype=np.float64), X, y, LAM),
+        value_f64=hinge_objective(np.asarray(sol.w, dtype=np.float64), X, y, LAM),
         values=np.asarray(sol.history.best, dtype=float)[:steps].tolist(),
         gaps=np.asarray(sol.history.gap, dtype=float)[:steps].tolist(),
         stats={k: int(v) for k, v in sol.stats.items()})
@@ -158,8 +169,8 @@ def time_to_target(prob, solver, row: dict, X, y, j_star: float) -> dict | None:
     if not hits.size:
         return None
     k = int(hits[0]) + 1
-    wall, sol = timed(prob, solver, k, 0.0)
-    j = objective(np.asarray(sol.w, dtype=np.float64), X, y, LAM)
+    wall, sol = timed_solve(prob, solver, k, 0.0)
+    j = hinge_objective(np.asarray(sol.w, dtype=np.float64), X, y, LAM)
     return {"steps": k, "time_s": wall, "rel_subopt_f64": (j - j_star) / j_star}
 
 
@@ -184,7 +195,7 @@ def liblinear(X, y, clock: Clock, per_iter_guess: float) -> list[dict]:
             wall = time.perf_counter() - t0
         per_iter_guess, spent = wall / it, spent + wall
         fits.append({"max_iter": it, "time_s": wall, "n_iter": int(np.max(clf.n_iter_)),
-                     "value": objective(clf.coef_.ravel(), X, y, LAM)})
+                     "value": hinge_objective(clf.coef_.ravel(), X, y, LAM)})
         clock.log(f"  LIBLINEAR max_iter={it}: {wall:.2f} s, J {fits[-1]['value']:.8g}")
     return fits
 
@@ -275,7 +286,7 @@ def dense_part(args, res: dict, clock: Clock, save) -> None:
             if not clock.fits(COMPILE_GUESS + 10):
                 entry["methods"][name] = {"skipped": "deadline"}
                 continue
-            r = dense_per_step(prob, solver, DENSE_KS)
+            r = per_step(prob, solver, DENSE_KS)
             if r.get("step_s"):
                 r["over_two_reads"] = r["step_s"] / (2 * read)
                 r["over_two_reads_at_bandwidth"] = (r["step_s"]
@@ -350,11 +361,7 @@ def report(res: dict) -> list[str]:
 
 
 def plot(res: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     labels, steps, roofs = [], [], []
     for set_name, key, roof_of in (("sparse", "sparse", lambda e: e["roofline_step_s"]),

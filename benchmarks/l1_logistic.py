@@ -124,7 +124,6 @@ import argparse
 import dataclasses
 import importlib.metadata
 import importlib.util
-import json
 import math
 import multiprocessing
 import sys
@@ -148,12 +147,12 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     Method,
     first_hit,
     fmt_time,
-    jsonable,
     machine,
     plot_target_marks,
     rel_subopt,
     run_method,
     save_figure,
+    save_json,
     scores,
     style_axes,
     subplots,
@@ -980,8 +979,7 @@ def main(argv: list[str] | None = None) -> None:
         "table": lines, "notes": notes, "results": results,
     }
     json_path = args.out / f"{args.name}{suffix}.json"
-    json_path.write_text(json.dumps(jsonable(payload, ("prob", "solver", "method", "w", "_w")),
-                                    indent=1))
+    save_json(json_path, payload, ("prob", "solver", "method", "w", "_w"))
     plot(results, targets, png)
     print(f"\nwrote {json_path} and {png} ({time.perf_counter() - start:.0f} s in all)")
 

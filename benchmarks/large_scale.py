@@ -8,20 +8,20 @@ the race of ``liblinear_race.py`` at 20x its size in n and 50x in d, on one case
 Objective (no bias): J(w) = lam/2 ||w||^2 + (1/n) sum_i max(0, 1 - y_i x_i^T w), y in {-1, +1},
 lam = 1e-6 (LIBLINEAR's C = 1 / (lam n) = 1 at n = 10^6).
 
-Data: ``nsjax.datasets.synthetic_sparse(n, n, 50 / n, seed=0, power=1.1)``, the set of
-``memory_layout.py``: column frequencies proportional to (j + 1)^-1.1 (capped at half the
-rows), 50 nonzeros per row on average, unit-norm rows (asserted here), float64 CSR with int32
-indices. Generated from its seed, never saved. n = d = 1,000,000 (nnz 50 M); ``--quick``:
-n = d = 100,000 (nnz 5 M); ``--n N``: n = d = N with ``--quick``'s caps (for trials).
+Data: ``nsjax.datasets.synthetic_sparse(n, n, 50 / n, seed=0, power=1.1)``, text-like:
+column frequencies proportional to (j + 1)^-1.1 (capped at half the rows), 50 nonzeros
+per row on average, unit-norm rows (asserted here), float64 CSR with int32 indices.
+Generated from its seed, never saved. n = d = 1,000,000 (nnz 50 M); ``--quick``: n = d =
+100,000 (nnz 5 M); ``--n N``: n = d = N with ``--quick``'s caps (for trials).
 
 Everything is timed with ``time.perf_counter``, nsjax results synced with
 ``block_until_ready``. Relative suboptimality (J - J*) / J* is always computed in float64:
-``binary_hinge.objective`` on the returned w, cast up. The run is planned against a deadline
+``_common.hinge_objective`` on the returned w, cast up. The run is planned against a deadline
 (see Caps below): every step that would end after it is skipped and recorded as such.
 
 1. Generation (its time; the RSS after it).
 2. LIBLINEAR: ``LinearSVC(loss="hinge", dual=True, fit_intercept=False, C=1/(lam n),
-   tol=1e-10)`` on the float64 CSR matrix, through ``binary_hinge.liblinear_doubling``:
+   tol=1e-10)`` on the float64 CSR matrix, through ``_common.liblinear_doubling``:
    max_iter doubles from 1 until LIBLINEAR converges, a fit takes longer than
    ``lib_run_cap`` or the fits add up to ``lib_total_cap`` (``CAPS``); the last fit is the
    tight reference. Fits under 2 s are timed best of 3 (``_common.timed_fit``); at full
@@ -29,7 +29,7 @@ Everything is timed with ``time.perf_counter``, nsjax results synced with
 3. For each dtype of ``--dtypes`` (default float32, then float64): the Problem is built from
    the float64 matrix with ``dtype=`` (its wall time; ``DesignMatrix.from_any`` casts the
    values), and the memory per nonzero of its layouts is recorded: the ``.nbytes`` of every
-   array leaf of ``X.by_row`` (X w) and ``X.by_col`` (Xᵀ u) (``memory_layout.chunk_stats``),
+   array leaf of ``X.by_row`` (X w) and ``X.by_col`` (Xᵀ u) (``chunk_stats``),
    their sum ("both": nsjax keeps the two), against CSR in that dtype (values, int32
    indices, row pointers). Then, for the OCAS-like ``BMRM(line_search="exact")`` and the
    default solver ``Hybrid()``, the trajectory run: the compile is timed apart as
@@ -49,7 +49,7 @@ Everything is timed with ``time.perf_counter``, nsjax results synced with
    run's in float32 arithmetic, labelled so). The relative gap of J* to it is reported, and
    flagged in the table where it is above 1e-4 (a tenth of the target): no further run is
    made to close it.
-5. Time to 1e-3. LIBLINEAR: ``binary_hinge.liblinear_time_to``, the measured time of a fresh
+5. Time to 1e-3. LIBLINEAR: ``_common.liblinear_time_to``, the measured time of a fresh
    fit with the smallest max_iter found to meet 1e-3 (the doubling, then up to
    ``lib_refine_fits`` bisection fits where the crossing fit took at most ``lib_refine_cap``
    and the deadline allows). nsjax: k is the first step at which the trajectory's
@@ -121,14 +121,16 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     compile_time,
     first_hit,
     fmt_time,
+    liblinear_doubling,
+    liblinear_time_to,
     machine,
+    pyplot,
     rel_subopt,
     save_figure,
     save_json,
     timed_solve,
 )
 from binary_hinge import FULL as HINGE_FULL  # noqa: E402
-from binary_hinge import liblinear_doubling, liblinear_time_to  # noqa: E402
 from liblinear_race import (  # noqa: E402
     COLORS,
     LONGER_REL,
@@ -139,7 +141,6 @@ from liblinear_race import (  # noqa: E402
     j64,
     trajectory,
 )
-from memory_layout import chunk_stats  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -253,6 +254,24 @@ def generate(n: int):
     return X, np.where(y > 0, 1.0, -1.0)
 
 
+def chunk_stats(ch, nnz: int) -> dict:
+    """Bytes (per leaf), padding and shape of one layout: `Chunks` (width W, chunks, head
+    width) or `nsjax.data.Buckets` (width: its widest block; chunks: its blocks)."""
+    leaves = {jax.tree_util.keystr(p).lstrip("."): int(a.nbytes)
+              for p, a in jax.tree_util.tree_leaves_with_path(ch)}
+    if isinstance(ch, nsjax.data.Buckets):
+        slots = sum(int(i.size) for i in ch.index)
+        shape = {"width": max(int(i.shape[1]) for i in ch.index), "head_width": 0,
+                 "chunks": len(ch.index), "index_dtype": str(ch.index[0].dtype)}
+    else:
+        slots = int(ch.index.size) + (0 if ch.head_index is None else int(ch.head_index.size))
+        shape = {"width": int(ch.index.shape[1]),
+                 "head_width": 0 if ch.head_index is None else int(ch.head_index.shape[1]),
+                 "chunks": int(ch.index.shape[0]), "index_dtype": str(ch.index.dtype)}
+    return {"bytes": sum(leaves.values()), "leaf_bytes": leaves, **shape, "slots": slots,
+            "padding_pct": 100 * (slots - nnz) / nnz}
+
+
 def layout_bytes(prob: nsjax.Problem, X, dt: str) -> dict:
     """Bytes per nonzero of the Problem's layouts and of CSR in its dtype."""
     nnz = int(X.nnz)
@@ -364,7 +383,7 @@ def time_to_target(prob, solver, tr: dict, X, y, j_star: float, clock: Clock,
 
 
 def doubling_stop(lib: dict, caps) -> str:
-    """Which rule ended LIBLINEAR's doubling (binary_hinge.liblinear_doubling's order)."""
+    """Which rule ended LIBLINEAR's doubling (_common.liblinear_doubling's order)."""
     last = lib["reference"]
     if last["converged"]:
         return "converged"
@@ -376,7 +395,7 @@ def doubling_stop(lib: dict, caps) -> str:
 
 
 def liblinear_to_target(X, y, lib: dict, j_star: float, clock: Clock) -> dict | None:
-    """binary_hinge.liblinear_time_to with as many refinement fits as the deadline allows."""
+    """_common.liblinear_time_to with as many refinement fits as the deadline allows."""
     caps = clock.caps.lib
     runs = sorted(lib["runs"], key=lambda r: r["max_iter"])
     hit = next((r for r in runs if rel_subopt(r["value"], j_star) <= TARGET), None)
@@ -639,11 +658,7 @@ def report(res: dict, total_s: float, memory: Memory) -> list[str]:
 
 
 def plot(res: dict, path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 2]})
     j_star, lib = res["j_star"], res["liblinear"]["curve"]
     ax.plot(lib["times"], np.maximum(rel_subopt(lib["values"], j_star), PLOT_FLOOR), "o",

@@ -15,7 +15,7 @@ Data (made by the seeded generator, never saved; 5,000 x 2,000 with ``--quick``)
 
 Each set is used with lam in {1e-5, 1e-6}. nsjax builds its Problem from the data cast to
 float64 (``jax_enable_x64``) or to float32. LIBLINEAR always runs in float64. Relative
-suboptimality (J - J*) / J* is always computed in float64: ``binary_hinge.objective`` on
+suboptimality (J - J*) / J* is always computed in float64: ``_common.hinge_objective`` on
 the returned w, cast up.
 
 The nsjax methods all start at w = 0: the default solver ``Hybrid()``, the OCAS-like
@@ -46,7 +46,7 @@ results are synced with ``block_until_ready``.
    k-step run would pay it although the iterates are the same; ``binary_hinge.py`` times
    them the same way. The OCAS-like BMRM has no such option.
 3. LIBLINEAR: ``LinearSVC(loss="hinge", dual=True, fit_intercept=False, C=1/(lam n),
-   tol=1e-10)``, through ``binary_hinge.liblinear_doubling`` and ``liblinear_time_to``.
+   tol=1e-10)``, through ``_common.liblinear_doubling`` and ``liblinear_time_to``.
    max_iter doubles from 1 until LIBLINEAR converges (within ``binary_hinge.FULL``'s caps;
    ``--quick``: ``QUICK``'s, with max_iter up to 2^18, 10 s a fit, 40 s in all); the last
    fit is the tight reference. The time to 1e-3 is the measured time of a fresh fit with
@@ -101,6 +101,9 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     compile_time,
     first_hit,
     fmt_time,
+    hinge_objective,
+    liblinear_doubling,
+    liblinear_time_to,
     machine,
     rel_subopt,
     save_figure,
@@ -109,7 +112,7 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     subplots,
     timed_solve,
 )
-from binary_hinge import FULL, QUICK, liblinear_doubling, liblinear_time_to, objective  # noqa: E402
+from binary_hinge import FULL, QUICK  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -147,7 +150,7 @@ def load(name: str, shape: tuple[int, int]) -> tuple[sp.csr_matrix, np.ndarray]:
 
 def j64(sol, X: sp.csr_matrix, y: np.ndarray, lam: float) -> float:
     """J of the returned w in float64 (cast up)."""
-    return objective(np.asarray(sol.w, dtype=np.float64), X, y, lam)
+    return hinge_objective(np.asarray(sol.w, dtype=np.float64), X, y, lam)
 
 
 def default_run(prob: nsjax.Problem, solver, X, y, lam: float) -> tuple[dict, dict]:

@@ -92,7 +92,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import sys
 import time
@@ -114,7 +113,6 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     Method,
     first_hit,
     fmt_time,
-    jsonable,
     machine,
     phase_times,
     plot_gap_time,
@@ -123,6 +121,7 @@ from _common import (  # noqa: E402  (the script's folder is on sys.path only fr
     rel_subopt,
     run_method,
     save_figure,
+    save_json,
     style_axes,
     subplots,
     switch_note,
@@ -505,7 +504,7 @@ def main(argv: list[str] | None = None) -> None:
         "table": lines, "notes": notes, "results": results,
     }
     json_path = args.out / f"multiclass_hinge{suffix}.json"
-    json_path.write_text(json.dumps(jsonable(payload, ("prob", "method", "W")), indent=1))
+    save_json(json_path, payload, ("prob", "method", "W"))
     plot(results, png)
     plot_gap_time(results, SHORT, COLORS, len(LAMS), gap_time_png,
                   "Multiclass / multilabel hinge: certified gap / J vs wall time\n(step k at "

@@ -68,7 +68,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -87,7 +86,7 @@ from sklearn.svm import LinearSVC
 import nsjax
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, jsonable, machine, save_figure, timed_fit  # noqa: E402
+from _common import HERE, machine, pyplot, save_figure, save_json, timed_fit, timed_solve  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
@@ -217,13 +216,6 @@ def qp_reference(X: Any, y: np.ndarray, lam: float, bias: bool) -> dict | None:
 # ----------------------------------------------------------------------------------------
 
 
-def timed_solve(prob: nsjax.Problem, solver: Any, k: int) -> tuple[float, Any]:
-    t0 = time.perf_counter()
-    sol = nsjax.solve(prob, solver, max_steps=k, tol=0.0)
-    jax.block_until_ready((sol.w, sol.value, sol.gap))
-    return time.perf_counter() - t0, sol
-
-
 def nsjax_curve(m: NsMethod, prob: nsjax.Problem, split_data: tuple, grid: tuple[int, ...],
                 caps: Caps) -> dict:
     Xtr, Xte, ytr, yte = split_data
@@ -233,10 +225,10 @@ def nsjax_curve(m: NsMethod, prob: nsjax.Problem, split_data: tuple, grid: tuple
         if points and points[-1]["time_s"] * k / points[-1]["k"] > caps.run_budget_s:
             skipped.append(k)
             continue
-        first, _ = timed_solve(prob, m.solver, k)  # compiles (once per k and problem shape)
+        first, _ = timed_solve(prob, m.solver, k, 0.0)  # compiles (once per k and problem shape)
         walls, sol = [], None
         for _ in range(3):
-            wall, sol = timed_solve(prob, m.solver, k)
+            wall, sol = timed_solve(prob, m.solver, k, 0.0)
             walls.append(wall)
             if min(walls) >= REPEAT_BELOW:
                 break
@@ -430,11 +422,7 @@ def verdict_lines(results: dict) -> list[str]:
 
 
 def plot(results: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     rows, ncols = len(results), max(len(v) for v in results.values())
     fig, axes = plt.subplots(rows, ncols, figsize=(5.5 * ncols, 4 * rows), squeeze=False)
     for r, (ds, per_lam) in enumerate(results.items()):
@@ -534,7 +522,7 @@ def main(argv: list[str] | None = None) -> None:
         "table": lines, "notes": notes, "results": results,
     }
     json_path = args.out / f"pragam_b_accuracy{suffix}.json"
-    json_path.write_text(json.dumps(jsonable(payload, ()), indent=1))
+    save_json(json_path, payload)
     plot(results, png)
     print(f"\nwrote {json_path} and {png} ({time.perf_counter() - start:.0f} s in all)")
 

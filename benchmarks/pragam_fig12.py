@@ -73,7 +73,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -90,21 +89,20 @@ import nsjax
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402  (the script's folder is on sys.path only from here)
     HERE,
+    LIBLINEAR_TOL,
     PLOT_FLOOR,
     Method,
     fmt_time,
-    jsonable,
+    liblinear_doubling,
+    liblinear_time_to,
     machine,
+    pyplot,
+    qp_reference,
     rel_subopt,
     run_method,
     save_figure,
+    save_json,
     time_to_step,
-)
-from binary_hinge import (  # noqa: E402
-    LIBLINEAR_TOL,
-    liblinear_doubling,
-    liblinear_time_to,
-    qp_reference,
 )
 
 jax.config.update("jax_enable_x64", True)
@@ -133,7 +131,7 @@ TIME_PEERS = (LS_BMRM, QP_BMRM, OCAS, LIB)
 @dataclasses.dataclass(frozen=True)
 class Caps:
     """Sizes, iteration and time caps (full run vs --quick). The LIBLINEAR fields are the
-    ones ``binary_hinge.liblinear_doubling`` / ``liblinear_time_to`` read, the nsjax ones
+    ones ``_common.liblinear_doubling`` / ``liblinear_time_to`` read, the nsjax ones
     those of ``_common.time_to_step``."""
 
     sparse_shape: tuple[int, int]
@@ -410,11 +408,7 @@ def agm_lines(results: dict) -> list[str]:
 
 
 def plot(results: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     ncols = max(len(v) for v in results.values())
     rows = 2 * len(results)
     fig, axes = plt.subplots(rows, ncols, figsize=(5 * ncols, 3.6 * rows), squeeze=False)
@@ -509,8 +503,7 @@ def main(argv: list[str] | None = None) -> None:
         "table": lines, "notes": notes, "results": results,
     }
     json_path = args.out / f"pragam_fig12{suffix}.json"
-    json_path.write_text(json.dumps(jsonable(payload, ("prob", "solver", "method", "w")),
-                                    indent=1))
+    save_json(json_path, payload, ("prob", "solver", "method", "w"))
     plot(results, png)
     print(f"\nwrote {json_path} and {png} ({time.perf_counter() - start:.0f} s in all)")
 

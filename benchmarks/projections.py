@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import json
 import os
 import sys
 import time
@@ -52,14 +51,14 @@ import numpy as np
 from jaxopt.projection import projection_box_section, projection_simplex
 
 from nsjax.projections import (
-    _box_section,
     project_box_section,
     project_capped_simplex,
     project_simplex,
 )
+from nsjax.testing import box_section
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, jsonable, machine, save_figure  # noqa: E402  (folder on sys.path)
+from _common import HERE, machine, pyplot, save_figure, save_json  # noqa: E402  (folder on sys.path)
 
 jax.config.update("jax_enable_x64", True)
 
@@ -98,11 +97,11 @@ def _box_x(m, a, b, lower, upper, newton_steps=32):
 
 
 def _box_passes(m, a, b, lower, upper):
-    return _box_section(m, a, b, lower, upper)[1]
+    return box_section(m, a, b, lower, upper)[1]
 
 
 def _capped_passes(v, cap):
-    return _box_section(v, 1, 1, 0, cap)[1]
+    return box_section(v, 1, 1, 0, cap)[1]
 
 
 # name -> (jitted x(args), jitted passes(args) or None); the last method is the baseline.
@@ -215,11 +214,7 @@ def table(results: dict) -> list[str]:
 
 
 def plot(results: dict, path: Path, quick: bool) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4), squeeze=False)
     for ax, (name, runs) in zip(axes[0], results.items(), strict=True):
         for label in runs[0]["methods"]:
@@ -257,8 +252,7 @@ def main(argv: list[str] | None = None) -> None:
         "load_average_after": os.getloadavg(), "results": results, "table": lines,
     }
     json_path = HERE / "results" / f"projections{suffix}.json"
-    json_path.parent.mkdir(exist_ok=True)
-    json_path.write_text(json.dumps(jsonable(payload, ()), indent=1))
+    save_json(json_path, payload)
     png = HERE / f"projections{suffix}.png"
     plot(results, png, args.quick)
     print(f"wrote {json_path} and {png}")

@@ -77,7 +77,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import json
 import math
 import os
 import sys
@@ -95,7 +94,7 @@ from nsjax.solvers.agm_ef import WEIGHT_FLOOR
 from nsjax.solvers.svm_dual import top_eigenpair
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, jsonable, machine, save_figure  # noqa: E402
+from _common import HERE, machine, pyplot, save_figure, save_json, timed_solve  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
@@ -198,13 +197,6 @@ def l_trace(prob: nsjax.Problem, solver: Any, cap: int, steps: jax.Array) -> jax
         return state, buf.at[k].set(state.lipschitz)
 
     return jax.lax.fori_loop(0, steps, body, (state, buf))[1]
-
-
-def timed_solve(prob: nsjax.Problem, solver: Any, cap: int, tol: float) -> tuple[float, Any]:
-    t0 = time.perf_counter()
-    sol = nsjax.solve(prob, solver, tol=tol, max_steps=cap)
-    jax.block_until_ready((sol.w, sol.value, sol.gap))
-    return time.perf_counter() - t0, sol
 
 
 def log_grid(steps: int, points: int) -> np.ndarray:
@@ -350,11 +342,7 @@ def fixed_table(results: dict) -> list[str]:
 
 
 def plot(results: dict, lams: tuple[float, ...], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     ncols = len(lams) + 2
     fig, axes = plt.subplots(1, ncols, figsize=(5.2 * ncols, 4.4), squeeze=False)
     names = list(results)
@@ -491,7 +479,7 @@ def main(argv: list[str] | None = None) -> None:
         "first_L_over_exact": l0_check, "results": results,
     }
     json_path = args.out / f"prox_function{suffix}.json"
-    json_path.write_text(json.dumps(jsonable(payload, ()), indent=1))
+    save_json(json_path, payload)
     plot(results, cfg.lams, png)
     print(f"\nwrote {json_path} and {png} ({time.perf_counter() - start:.0f} s in all)")
     if bad:

@@ -72,7 +72,7 @@ from pathlib import Path
 import sklearn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, machine, save_figure, save_json  # noqa: E402  (the script's folder is on sys.path)
+from _common import HERE, machine, pyplot, save_figure, save_json  # noqa: E402  (the script's folder is on sys.path)
 
 REPO = HERE.parent
 SKLEARN_DIR = Path(sklearn.__file__).resolve().parent
@@ -447,11 +447,7 @@ def print_details(r: dict) -> None:
 
 
 def plot(rows: list[dict], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     names = [r["run"] for r in rows]
     walls = [r.get("wall_s", r["process_s"]) for r in rows]

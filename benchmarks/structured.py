@@ -124,7 +124,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib.util
-import json
 import math
 import os
 import sys
@@ -147,9 +146,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     HERE,
     compile_time,
-    jsonable,
     machine,
+    pyplot,
     save_figure,
+    save_json,
     timed_solve,
 )
 
@@ -668,11 +668,7 @@ def accuracy_table(cases: list[dict]) -> list[str]:
 
 
 def plot(cases: list[dict], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     apps = [a for a in APPS if any(c["app"] == a for c in cases)]
     ncols = min(2, len(apps))
     rows = (len(apps) + ncols - 1) // ncols
@@ -829,7 +825,7 @@ def main(argv: list[str] | None = None) -> None:
         "table": lines, "notes": notes, "cases": cases,
     }
     json_path = args.out / f"structured{suffix}.json"
-    json_path.write_text(json.dumps(jsonable(payload, ("w",)), indent=1))
+    save_json(json_path, payload, ("w",))
     plot(cases, png, "Time to a certified gap of 1e-3 (gap <= 1e-3 max(1, |J|)), log scale; "
          "hatched: not reached (time at the cap)")
     print(f"\nwrote {json_path} and {png} ({time.perf_counter() - START:.0f} s in all)")

@@ -119,7 +119,7 @@ from nsjax.solvers import LBFGSMemory, SubBFGS, SubLBFGS
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
-from _common import PLOT_FLOOR, first_hit, jsonable, machine, rel_subopt  # noqa: E402
+from _common import PLOT_FLOOR, first_hit, jsonable, machine, pyplot, rel_subopt  # noqa: E402
 from reference import cvxpy_optimum, random_binary  # noqa: E402  (tests/reference.py)
 
 jax.config.update("jax_enable_x64", True)
@@ -416,11 +416,7 @@ LEGEND = [
 
 
 def plot(results, path, title):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = list(results)
     fig, axes = plt.subplots(2, len(names), figsize=(4.6 * len(names), 8), squeeze=False)
     for col, name in enumerate(names):

@@ -49,7 +49,7 @@ import numpy as np
 import nsjax
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, machine, save_figure, save_json  # noqa: E402  (the script's folder is on sys.path)
+from _common import HERE, machine, pyplot, save_figure, save_json  # noqa: E402  (the script's folder is on sys.path)
 
 jax.config.update("jax_enable_x64", True)
 warnings.simplefilter("ignore", nsjax.ConvergenceWarning)
@@ -119,11 +119,7 @@ def table(results: dict) -> list[str]:
 
 
 def plot(results: dict, title: str, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = list(results)
     fig, ax = plt.subplots(figsize=(2.2 + 2.2 * len(names), 4.2))
     width = 0.2
