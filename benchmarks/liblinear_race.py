@@ -226,7 +226,7 @@ def bench_case(X, y, probs: dict, lam: float, caps) -> dict:
     j_lib = lib["reference"]["value"]
     rows = []
     for dt, prob0 in probs.items():
-        prob = prob0.with_lam(lam)
+        prob = prob0.with_strength(lam)
         for name, (default, _) in METHODS.items():
             run, tr = default_run(prob, default, X, y, lam)
             rows.append({"method": name, "dtype": dt, "default": run, "trajectory": tr})
@@ -243,7 +243,7 @@ def bench_case(X, y, probs: dict, lam: float, caps) -> dict:
     j_prov = min(candidates.values())
     if (j_prov - max(lowers.values())) / j_prov > REF_REL:
         # J* not certified to REF_REL: the OCAS-like BMRM, float64, until it is.
-        longer["float64", "OCAS-like"] = longer_run(probs["float64"].with_lam(lam),
+        longer["float64", "OCAS-like"] = longer_run(probs["float64"].with_strength(lam),
                                                     METHODS["OCAS-like"][0], X, y, lam,
                                                     REF_REL, j_prov)
     # Where the default solve stopped on its gap before 1e-3: a run that certifies 5e-4.
@@ -253,7 +253,7 @@ def bench_case(X, y, probs: dict, lam: float, caps) -> dict:
         if (first_hit(tr["values"], j_prov, TARGET) is None and tr["steps"] < MAX_STEPS
                 and tr["result"] == "successful"):
             if key not in longer:
-                longer[key] = longer_run(probs[r["dtype"]].with_lam(lam),
+                longer[key] = longer_run(probs[r["dtype"]].with_strength(lam),
                                          METHODS[r["method"]][0], X, y, lam, LONGER_REL,
                                          j_prov)
             r["trajectory"] = longer[key][0]
@@ -269,7 +269,7 @@ def bench_case(X, y, probs: dict, lam: float, caps) -> dict:
     lb_by = max(lowers, key=lowers.get)
     lib_to = liblinear_time_to(X, y, lam, lib, j_star, TARGET, caps)
     for r in rows:
-        prob = probs[r["dtype"]].with_lam(lam)
+        prob = probs[r["dtype"]].with_strength(lam)
         hit = time_to_target(prob, METHODS[r["method"]][1], r["trajectory"], X, y, lam, j_star)
         r["time_to"] = hit
         r["ratio"] = hit["time_s"] / lib_to["time_s"] if hit and lib_to else None

@@ -13,7 +13,7 @@ solvers, each over 8 strengths, max_steps M = 2000 and tol = 1e-3 for every solv
 
 Four ways of computing the path, per solver:
 
-  (a) loop cold: ``[solve(prob.with_lam(l), solver, max_steps=M, tol=1e-3) for l in
+  (a) loop cold: ``[solve(prob.with_strength(l), solver, max_steps=M, tol=1e-3) for l in
       strengths]``, each from w = 0 (what a user writes);
   (b) loop warm: the same loop from the largest strength down, each solve from the previous
       solution (``w0=previous.w``; the first from w = 0);
@@ -69,7 +69,7 @@ def run_variant(key: str, prob: nsjax.Problem, lams: np.ndarray, solver) -> dict
     if key in "ab":
         sols, w = {}, None
         for i in np.argsort(-lams, kind="stable") if key == "b" else range(len(lams)):
-            sol = nsjax.solve(prob.with_lam(lams[i]), solver, w0=w, **kw)
+            sol = nsjax.solve(prob.with_strength(lams[i]), solver, w0=w, **kw)
             jax.block_until_ready(sol)
             sols[i] = sol
             w = sol.w if key == "b" else None

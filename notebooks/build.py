@@ -619,7 +619,7 @@ SUBLBFGS = preamble(md("""
     print(f"{'lambda':>8s}  {'J*':>12s}  " + "  ".join(f"{m:>24s}" for m in methods))
     times_to_2pc = {m: [] for m in methods}
     for lam_i in lams:
-        problem = hinge.with_lam(lam_i)
+        problem = hinge.with_strength(lam_i)
         sols = {}
         for name, solver in methods.items():
             start = time.perf_counter()
@@ -722,7 +722,7 @@ BMRM = preamble(md("""
     for name, (problem, solver) in configs.items():
         start = time.perf_counter()
         for lam in lams:
-            sol = nsjax.solve(problem.with_lam(lam), solver, tol=TOL, max_steps=MAX_STEPS)
+            sol = nsjax.solve(problem.with_strength(lam), solver, tol=TOL, max_steps=MAX_STEPS)
             gaps[name, lam] = steps_of(sol)[2]
             print(f"{name:24s} lambda = {lam:6.0e}: {int(sol.num_steps):5d} steps, "
                   f"J = {float(sol.value):.8f}, eps = {float(sol.gap):.1e}, {sol.result.name}")
@@ -888,7 +888,7 @@ OBA = preamble(md("""
           f"{'OWL-QN nnz':>10s} {'OWL-QN rel. err':>15s}")
     zeros = []
     for m in mus:
-        problem = l1.with_lam(m)
+        problem = l1.with_strength(m)
         oba = nsjax.solve(problem, nsjax.solvers.OBA(), tol=1e-12, max_steps=300)
         owl = nsjax.solve(problem, nsjax.solvers.OWLQN(), tol=1e-12, max_steps=2000)
         nnz = int(np.count_nonzero(np.asarray(oba.w)))
@@ -1139,7 +1139,7 @@ PRAGAM = preamble(md("""
                "qp-BMRM": (nsjax.solvers.BMRM(), 3000, 1e-10)}
     curves, J_star = {}, {}
     for lam in svm_lams:
-        problem = svm.with_lam(lam)
+        problem = svm.with_strength(lam)
         for name, (solver, max_steps, tol) in methods.items():
             sol, secs, compile_secs = timed_solve(problem, solver, tol, max_steps)
             curves[lam, name] = steps_of(sol)[1]

@@ -26,7 +26,7 @@ def demo(out: str, lam: float, max_steps: int) -> int:
     solvers = {"default": None, "subLBFGS": nsjax.solvers.SubLBFGS(memory=15),
                "qp-BMRM": nsjax.solvers.BMRM()}
     tasks = [("breast_cancer", "hinge"), ("digits_binary", "hinge"), ("digits", "multiclass")]
-    # (subLBFGS on the 10-class digits: 26 s for 2000 steps without closing the gap.)
+    # (subLBFGS alone does not close the gap on the 10-class digits in a demo's time.)
     runs = [(t, s) for t in tasks for s in solvers
             if not (t[1] == "multiclass" and s == "subLBFGS")]
     for (name, loss), solver_name in runs:
@@ -94,6 +94,9 @@ def _demo(args) -> int:
     if importlib.util.find_spec("matplotlib") is None:
         raise cli.InputError("the demo needs matplotlib for its plot: pip install matplotlib "
                              "(or the package's 'demo' extra).")
+    if importlib.util.find_spec("sklearn") is None:
+        raise cli.InputError("the demo needs scikit-learn for its data sets: pip install "
+                             "\"nsjax[sklearn]\" (or the package's 'demo' extra).")
     from matplotlib.backend_bases import FigureCanvasBase
 
     formats = FigureCanvasBase.get_supported_filetypes()

@@ -10,7 +10,7 @@ raised to at least `LEAST` and rounded up to one of eight sizes per octave (k·2
 bucket's width on average), and padding costs one copy of X.
 
 - Rows are padded with weight 0 (`nsjax.Problem.padded`) where the loss takes sample
-  weights (`nsjax.losses.base.Weighted`) and the solver too (``supports_sample_weight``);
+  weights (`nsjax.losses.base.Weighted`) and the solver too (``takes.sample_weight``);
   such a problem is then always solved as a weighted one (weights 1 where none were
   given), so that every n of a bucket, the bucket's own size included, shares a program.
 - Columns are padded with zeros where the regularizer is separable and stationary at 0
@@ -65,7 +65,7 @@ def pad(problem, w0, solver):
         return problem, w0, unchanged
     rows, cols = bucket(n, d)
     reg = problem.coefficient_reg
-    if not (isinstance(problem.loss, Weighted) and solver.supports_sample_weight
+    if not (isinstance(problem.loss, Weighted) and solver.takes.sample_weight
             and _weights_scale(problem, rows / n)):
         rows = None
     if type(reg) not in _SEPARABLE:
@@ -86,7 +86,7 @@ def pad(problem, w0, solver):
 def _weights_scale(problem, factor) -> bool:
     """Whether the sample weights times ``factor`` (`nsjax.Problem.padded`) stay finite in
     the problem's dtype (weights near its largest number would overflow)."""
-    weights = getattr(problem.loss, "weights", None)
+    weights = problem.loss.weights
     if weights is None:
         return True
     with np.errstate(over="ignore"):

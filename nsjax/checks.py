@@ -24,14 +24,14 @@ from nsjax.regularizers import REQUIRED
 
 #: What `Problem` needs of a loss (see `nsjax.losses.base`).
 LOSS_REQUIRED = ("risk", "dscores", "argsup", "encode_labels", "num_outputs", "prepare",
-                 "has_lines")
+                 "provides", "smooth", "dual_form", "weights")
 
 
 def _check_bias(bias, loss, num_outputs) -> bool:
     """``bias`` is a bool, and the loss can give dual points on the bias hyperplane."""
     if not isinstance(bias, (bool, np.bool_)):
         raise TypeError(f"bias must be True or False; got {bias!r}.")
-    if bias and (not hasattr(loss, "center_dual") or num_outputs is not None):
+    if bias and (not loss.provides("center_dual") or num_outputs is not None):
         raise ValueError(
             f"bias=True needs a loss with one score per example that gives dual points on "
             f"the bias hyperplane (center_dual: Hinge, Logistic, Squared); "
@@ -290,7 +290,7 @@ def _max_abs_jit(v):
 
 def _max_abs(v) -> float:
     """max |v|, NaN if any entry is NaN. On CPUs read in place (numpy, no temporary): the
-    compiled reduction costs a compile (~50 ms) for each new shape."""
+    compiled reduction costs a compile for each new shape."""
     if v.is_fully_addressable and all(device.platform == "cpu" for device in v.devices()):
         v = np.asarray(v)
         return float(max(v.max(), -v.min()))

@@ -529,7 +529,7 @@ def train(args) -> int:
 
 def _scores(X, w, bias):
     """X w (+ the bias, w's last row), on the host: a command's one product is not worth
-    compiling (the sparse product op by op compiles ~30 small programs, 0.4 s)."""
+    compiling (op by op, the sparse product would compile dozens of small programs)."""
     scores = np.asarray(X @ (w[:-1] if bias else w))
     return scores + w[-1] if bias else scores
 
@@ -643,11 +643,16 @@ def bench(args) -> int:
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    import nsjax
+    from nsjax._optional import sklearn_module
+    from nsjax.checks import max_strength
+
+    try:  # scikit-learn is optional (the sklearn extra)
+        sklearn_module("sklearn", "python -m nsjax bench (LIBLINEAR, the bundled data)")
+    except ModuleNotFoundError as e:
+        raise InputError(str(e)) from None
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
-
-    import nsjax
-    from nsjax.checks import max_strength
 
     if args.lam > max_strength(np.float64):
         raise InputError(f"--lam {args.lam:g} is too large: lambda must be at most "

@@ -5,23 +5,22 @@ twice, once by rows (for X w) and once by columns (for Xᵀ a), each in a *chunk
 (`Chunks`): every row (column) is cut into chunks of W entries, zero-padded, stored as a
 (C, W) block of indices and values plus the owner of each chunk. A product is then one
 gather, one dense multiply-and-sum over W, and a `segment_sum` over only C ≈ nnz / W
-chunk sums. The layout was picked by measurement on a 2-core CPU (nnz = 2.5 M, n = 50,000,
-d = 20,000, float64): X w in 2.6–2.9 ms and Xᵀ a in 2.6 ms, against 7.7 and 9.6 ms for a
-`segment_sum` over sorted triplets (which in turn beat BCOO: 11.6 and 8.3 ms at
-nnz = 1.8 M). The scatter of a `segment_sum` is what costs on the CPU; chunking makes it
-W times smaller for 10–15 % of padding. W is chosen per matrix (`_chunk_width`), and
-indices are 16-bit where they fit (3.3 → 2.6 ms: the products are memory-bound).
+chunk sums. The scatter of a `segment_sum` is what costs on the CPU; chunking makes it
+W times smaller for a little padding, and so beats a `segment_sum` over sorted triplets,
+which in turn beats BCOO (measured: docs/design.md, "Measured design choices"). W is
+chosen per matrix (`chunk_width`), and indices are 16-bit where they fit (the products
+are memory-bound).
 
 On a GPU the rows of X (the layout of X w) also get a *head* (`head_width`): each row's
 first L entries in a dense (n, L) block, summed without any scatter, the rest in chunks. The
-scatter of a `segment_sum` is what costs there: on an H100 at n = d = 10⁶, nnz = 5·10⁷
-(50 a row), float32, X w took 1.03 ms in chunks and 0.34 ms with a head of L = 62
-(`benchmarks/gpu.py`; `gpu_products.py` compares more layouts). X's columns (Xᵀ a), whose
-lengths follow a power law on text, where a head holds little, are instead grouped by length
-into dense blocks (`Buckets`): 1.35 → 0.64 ms there. CPUs keep the chunks for both.
+scatter of a `segment_sum` is what costs there, and the head leaves it only the rows' tails.
+X's columns (Xᵀ a), whose lengths follow a power law on text, where a head holds little, are
+instead grouped by length into dense blocks (`Buckets`), with no scatter at all. CPUs keep
+the chunks for both.
 
 A `DesignMatrix` is a pytree: its arrays are leaves, so it is an *argument* of compiled
-functions and never a closed-over constant (XLA would constant-fold it: 30 s compiles).
+functions and never a closed-over constant (XLA would constant-fold it, at great cost in
+compile time).
 """
 
 from __future__ import annotations
@@ -61,8 +60,8 @@ BUCKETS_MIN_NNZ = CHUNK_ROUND_LIMIT
 def to_device(x, dtype=None) -> jax.Array:
     """``x`` (a host value: a number, a numpy array) as a JAX array of ``dtype``, cast on
     the host and copied: ``jnp.asarray`` of a host value compiles a small program for each
-    new shape and dtype (JAX 0.10: ``stage``, ``convert_element_type``), ~10 ms apiece on a
-    first call. A traced ``x`` is cast as ``jnp.asarray`` does."""
+    new shape and dtype (JAX 0.10: ``stage``, ``convert_element_type``), a compile apiece
+    on a first call. A traced ``x`` is cast as ``jnp.asarray`` does."""
     if isinstance(x, jax.core.Tracer):
         return jnp.asarray(x, dtype)
     return jax.device_put(np.asarray(x, dtype))
@@ -116,9 +115,8 @@ def _computed_before_gathering(v):
     """v, written out before a product gathers from it (on CPUs). Otherwise XLA's CPU
     backend fuses v's computation into the gather and redoes it at every nonzero: the
     hinge's u = −β∘y/n, gathered by Xᵀu, became two gathers (the scores and the labels) and
-    the margins' arithmetic per nonzero, 1 of the 2.5 ms of a cut on the 50,000 × 20,000
-    sparse set (float64). A scatter is not fused into what reads it; this one (onto every
-    index, in order) costs one pass over v."""
+    the margins' arithmetic per nonzero. A scatter is not fused into what reads it; this
+    one (onto every index, in order) costs one pass over v."""
     def write(v):
         rows = jnp.arange(v.shape[0])
         return jnp.zeros_like(v).at[rows].set(v, indices_are_sorted=True, unique_indices=True)
@@ -192,14 +190,14 @@ class Chunks(_RowSums):
     def from_csr(cls, M: sp.csr_matrix, dtype, width: int | None = None,
                  head: int = 0) -> Chunks:
         """Cut the rows of the CSR matrix M into zero-padded chunks (see the class) of
-        ``width`` entries (default: the cheapest for M's row lengths, `_chunk_width`),
+        ``width`` entries (default: the cheapest for M's row lengths, `chunk_width`),
         after a dense head of each row's first ``head`` entries where ``head`` > 0."""
         itype = np.uint16 if M.shape[1] <= 1 << 16 else np.int32
         head_index = head_value = None
         if head > 0:
             head_index, head_value, M = _cut_head(M, head, itype, dtype)
         counts = np.diff(M.indptr)
-        width = _chunk_width(counts) if width is None else width
+        width = chunk_width(counts) if width is None else width
         per_row = -(-counts // width)  # ceil
         num_chunks = max(int(per_row.sum()), 1)  # one all-zero chunk if M has no entry
         if M.shape[0] and num_chunks * width < CHUNK_ROUND_LIMIT:
@@ -291,9 +289,7 @@ class Buckets(_RowSums):
     longest row's (so at most half of a block is padding); a product sums every row in
     place and puts the sums back in row order with one gather. For rows of power-law
     lengths, where a single head (`head_width`) would hold too little and the chunks'
-    ``segment_sum`` is a scatter, which GPUs do slowly: Xᵀa of the 1M × 1M text-like set took
-    0.64 ms in buckets against 1.35 ms in chunks on an H100 (float32,
-    ``benchmarks/gpu_products.py``).
+    ``segment_sum`` is a scatter, which GPUs do slowly.
 
     Attributes:
         index: one (r_k, L_k) block of column indices per group, shortest rows first
@@ -425,7 +421,7 @@ def _stack_blocks(blocks: list[sp.csr_matrix], dtype, rows: bool) -> Chunks:
     of chunks. ``rows``: these are X's rows (the layout that may get a head)."""
     counts = np.concatenate([np.diff(M.indptr) for M in blocks])
     head = _row_head_width(counts) if rows else 0
-    width = _chunk_width(np.maximum(counts - head, 0))
+    width = chunk_width(np.maximum(counts - head, 0))
     parts = [Chunks.from_csr(M, dtype, width, head) for M in blocks]
     size = max(c.owner.shape[0] for c in parts)
 
@@ -481,8 +477,9 @@ def _check_float(dtype, name):
                          "Build X with DesignMatrix.from_any.")
 
 
-def _chunk_width(counts: np.ndarray) -> int:
-    """The W minimizing (padded entries + _CHUNK_COST · chunks) for these row lengths."""
+def chunk_width(counts: np.ndarray) -> int:
+    """The chunk width W for rows of these lengths (`Chunks`): the W of 1, 2, 4, ..., 64
+    that minimizes the padded entries plus 2 per chunk (a chunk's cost, in entries)."""
     def cost(width):
         chunks = int(np.sum(-(-counts // width)))
         return chunks * width + _CHUNK_COST * chunks
@@ -676,9 +673,8 @@ class DesignMatrix:
     def rmv(self, a: jax.Array) -> jax.Array:
         """Xᵀ a, shape (d,) or (d, K)."""
         if not self.is_sparse:
-            # Not Xᵀa: XLA's CPU dot reads the transposed X about 7× slower than X w reads
-            # X (80,000 × 500 float64: 195 ms against 12 ms). aᵀX takes 27 ms, and this
-            # fused column sum one pass, 20 ms (benchmarks/dense_step.py).
+            # Not Xᵀa: XLA's CPU dot reads the transposed X several times slower than X w
+            # reads X, and aᵀX is slower too; this fused column sum reads X once.
             if a.ndim == 1:
                 return jnp.sum(self.dense * a[:, None], axis=0)
             return jnp.matmul(a.T, self.dense, precision=jax.lax.Precision.HIGHEST).T
@@ -690,8 +686,7 @@ class DesignMatrix:
         """(X∘X)ᵀ a = Σ_i a_i x_ij² for every column j, shape (d,): the diagonal of Xᵀ diag(a) X
         (one pass over X, like `rmv`)."""
         if not self.is_sparse:
-            # One fused pass (24 ms on 80,000 × 500 float64); a product with X∘X would
-            # first write that square out (128–204 ms).
+            # One fused pass; a product with X∘X would first write that square out.
             return jnp.sum(self.dense * self.dense * a[:, None], axis=0)
         if self.blocks > 1:
             return self._summed_over_blocks(Chunks.sq_mv, a)

@@ -2,7 +2,10 @@
 
 Everything here is plain numpy / scipy / scikit-learn: the loaders return ``numpy.ndarray``
 features and labels, or a ``scipy.sparse.csr_matrix`` for the sparse sets, so they can be
-converted to JAX arrays (or kept sparse) by the caller.
+converted to JAX arrays (or kept sparse) by the caller. The bundled sets (`breast_cancer`,
+`digits`, `iris`, `diabetes`) come from scikit-learn, an optional dependency: ``pip install
+"nsjax[sklearn]"``; without it they raise an error that says so (`load_svmlight` then
+parses large files itself, more slowly).
 
 * `breast_cancer`: scikit-learn's Wisconsin breast cancer set, standardized.
 * `digits_binary` / `digits`: scikit-learn's 8x8 digits, scaled to ``[0, 1]``.
@@ -39,6 +42,15 @@ __all__ = [
     "synthetic_sparse",
 ]
 
+
+def _sklearn_datasets(loader: str):
+    """`sklearn.datasets`, for the loader ``loader`` (its name here); where scikit-learn is
+    not installed, an error naming the extra that installs it."""
+    from nsjax._optional import sklearn_module
+
+    return sklearn_module("sklearn.datasets", f"nsjax.datasets.{loader}()")
+
+
 # Largest fraction of the rows a single column may occupy in `synthetic_sparse` (unless the
 # requested density is itself larger, in which case the cap is the density).
 _MAX_COLUMN_FRACTION = 0.5
@@ -59,18 +71,15 @@ def breast_cancer() -> tuple[np.ndarray, np.ndarray]:
         columns, ``y`` an integer array of shape ``(569,)`` holding the original labels
         (0 = malignant, 1 = benign).
     """
-    from sklearn.datasets import load_breast_cancer  # here: scikit-learn takes ~1 s to import
-
-    X, y = load_breast_cancer(return_X_y=True)
+    # Imported here: scikit-learn is slow to import, and optional.
+    X, y = _sklearn_datasets("breast_cancer").load_breast_cancer(return_X_y=True)
     X = np.asarray(X, dtype=np.float64)
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     return X, np.asarray(y, dtype=np.int64)
 
 
-def _digits_features() -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits
-
-    X, y = load_digits(return_X_y=True)
+def _digits_features(loader: str) -> tuple[np.ndarray, np.ndarray]:
+    X, y = _sklearn_datasets(loader).load_digits(return_X_y=True)
     return np.asarray(X, dtype=np.float64) / 16.0, np.asarray(y, dtype=np.int64)
 
 
@@ -82,7 +91,7 @@ def digits_binary() -> tuple[np.ndarray, np.ndarray]:
         intensities divided by 16, so in ``[0, 1]``; ``y`` is an integer array of shape
         ``(1797,)`` with ``+1`` for even digits and ``-1`` for odd digits.
     """
-    X, digit = _digits_features()
+    X, digit = _digits_features("digits_binary")
     y = np.where(digit % 2 == 0, 1, -1).astype(np.int64)
     return X, y
 
@@ -95,7 +104,7 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
         intensities divided by 16, so in ``[0, 1]``; ``y`` is an integer array of shape
         ``(1797,)`` with the digit labels ``0..9``.
     """
-    return _digits_features()
+    return _digits_features("digits")
 
 
 def load_svmlight(
@@ -104,7 +113,8 @@ def load_svmlight(
     dtype: np.dtype | type = np.float64,
 ) -> tuple[sp.csr_matrix, np.ndarray]:
     """Load a LIBSVM / svmlight format file, as ``sklearn.datasets.load_svmlight_file``
-    does (small files are parsed here, larger ones by scikit-learn's parser).
+    does (small files are parsed here, larger ones by scikit-learn's parser where it is
+    installed).
 
     Args:
         path: Path of the file (it may be compressed with gzip or bz2, as scikit-learn
@@ -143,13 +153,17 @@ def load_svmlight(
             f"svmlight file not found: {str(file)!r} (resolved to {str(file.resolve())!r}). "
             "Download the data set first (e.g. from the LIBSVM data sets page) or fix the path."
         )
-    if file.stat().st_size <= SMALL_SVMLIGHT_BYTES:
-        # Parsed here: importing scikit-learn would take longer than the file (~1 s).
+    load_svmlight_file = None
+    if file.stat().st_size > SMALL_SVMLIGHT_BYTES:  # scikit-learn's compiled parser
+        try:
+            from sklearn.datasets import load_svmlight_file
+        except ImportError:  # scikit-learn is optional: parsed here, more slowly
+            pass
+    if load_svmlight_file is None:
+        # Parsed here: importing scikit-learn would take longer than parsing a small file.
         X, y = _parse_svmlight(file, n_features)
         return sp.csr_matrix(X, dtype=dt), y
     try:
-        from sklearn.datasets import load_svmlight_file
-
         X, y = load_svmlight_file(str(file), n_features=n_features, dtype=dt)
     except ValueError as e:
         _parse_svmlight(file, n_features)  # raises, naming the first malformed line
@@ -158,7 +172,7 @@ def load_svmlight(
 
 
 #: Files up to this size are parsed by `load_svmlight` itself, larger ones by
-#: scikit-learn's compiled parser.
+#: scikit-learn's compiled parser (where scikit-learn is installed; else here too).
 SMALL_SVMLIGHT_BYTES = 1 << 22
 
 
@@ -500,18 +514,14 @@ def _planted_classes(X, n_classes, noise, rng) -> np.ndarray:
 def diabetes() -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's diabetes set (442 x 10, real targets: a disease progression score
     from 25 to 346), features standardized; a regression set (`nsjax.losses.Squared`)."""
-    from sklearn.datasets import load_diabetes
-
-    X, y = load_diabetes(return_X_y=True)
+    X, y = _sklearn_datasets("diabetes").load_diabetes(return_X_y=True)
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     return X, np.asarray(y, dtype=np.float64)
 
 
 def iris() -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's iris set (150 x 4, 3 classes), features standardized."""
-    from sklearn.datasets import load_iris
-
-    X, y = load_iris(return_X_y=True)
+    X, y = _sklearn_datasets("iris").load_iris(return_X_y=True)
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     return X, np.asarray(y, dtype=np.int64)
 
@@ -665,7 +675,7 @@ def oba_synthetic(
     The smallest eigenvalue is computed by LAPACK for ``n <= 1000`` and above that by a
     Lanczos iteration (ARPACK) after deflating the Perron eigenvalue (about n); both agree
     to about 1e-13, below the rounding error of a dense ``eig``. The cost is one Cholesky
-    factorization and one extreme eigenvalue: about 6 s at n = 5000 on two busy cores.
+    factorization (O(n³)) and one extreme eigenvalue.
 
     Args:
         n: Number of examples, which is also the number of features; ``>= 2`` (with
@@ -840,7 +850,7 @@ def logistic_hessian_dominance(X, w=None) -> float:
     scale-invariant. At the paper's starting point ``w = x⁰ = 0`` all weights are 1/4, so D
     is that of the Gram matrix ``XᵀX``; the paper's 1e-8 I Hessian regularization changes it
     by a relative 1e-8 at most and is left out. The d x d Hessian is formed explicitly
-    (sparse if ``X`` is), so this is for moderate d (5000 takes a few seconds).
+    (sparse if ``X`` is), so this is for moderate d (dense: O(d²) memory, O(m d²) time).
 
     Args:
         X: The (m, d) data matrix: a numpy array or a ``scipy.sparse`` matrix, finite.

@@ -8,10 +8,9 @@ nonzeros: 2.9 M gathered terms, 23 MB in float64, written and read again).
 
 `fused_sum` adds with the reducer a − (−b) instead: the same sum, rounding for rounding
 (negation is exact, and a − (−b) is a + b in IEEE arithmetic), which YNNPACK does not
-take, so XLA's own loop emitter sums while it gathers. On the 2-core CPU of
-``benchmarks/RESULTS.md`` a row sum of a gathered product (179,646 × 16, float64) went
-from 1.9 to 1.2 ms (``benchmarks/fused_sum.py`` times the solvers). Other platforms sum as
-`jnp.sum` does.
+take, so XLA's own loop emitter sums while it gathers: one pass, with no write and read
+of the gathered terms (measured: docs/design.md, "Measured design choices").
+Other platforms sum as `jnp.sum` does.
 
 Only for sums within one device: XLA's collectives take no reducer but the plain ones, so
 a sum over an axis that `Problem.shard` splits (the examples) fails to compile with it.

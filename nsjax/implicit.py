@@ -152,7 +152,7 @@ def _transposed_solution(problem, w, v):
     """(F, u, solved): the optimality conditions F(θ) at the fixed solution (a function of
     the problem alone), the solution u of (∂F/∂w)ᵀ u = v, and whether u solves it."""
     reg = problem.coefficient_reg
-    if getattr(problem.loss, "smooth", False) and isinstance(reg, (L2, L1, ElasticNet)):
+    if problem.loss.smooth and isinstance(reg, (L2, L1, ElasticNet)):
         return _smooth_conditions(problem, w, v)
     from nsjax.losses import Hinge
 
@@ -187,7 +187,7 @@ def _solved(matvec, u, b):
 
 def _l1_weights(problem, w):
     """μ per entry of w (0 on a bias row)."""
-    mu = jnp.broadcast_to(jnp.asarray(problem.l1_weight, w.dtype), w.shape)
+    mu = jnp.broadcast_to(jnp.asarray(problem.mu, w.dtype), w.shape)
     if problem.bias:
         mu = mu.at[-1].set(0)
     return mu

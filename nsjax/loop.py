@@ -153,7 +153,7 @@ _run_jit = Program(_run, static_argnames=("solver", "length", "progress"), name=
 @program(static_argnames=("solver", "length", "warm_start"), name="sweep")
 def _sweep_jit(problem, lams, w0, tol, max_steps, solver, length, warm_start=True):
     if not warm_start:
-        return jax.vmap(lambda lam: _run(problem.with_lam(lam), w0, tol, max_steps, solver,
+        return jax.vmap(lambda lam: _run(problem.with_strength(lam), w0, tol, max_steps, solver,
                                          length))(lams)
 
     # One strength after another, each solve from the last one's solution (a scan: one
@@ -161,7 +161,7 @@ def _sweep_jit(problem, lams, w0, tol, max_steps, solver, length, warm_start=Tru
     # strength down (the sparsest, best-conditioned solution first); the solutions are
     # put back in the order of lams.
     def solve_from(w, lam):
-        sol = _run(problem.with_lam(lam), w, tol, max_steps, solver, length)
+        sol = _run(problem.with_strength(lam), w, tol, max_steps, solver, length)
         return sol.w, sol
 
     order = jnp.argsort(-lams, stable=True)
@@ -217,11 +217,11 @@ def _check_common(problem, w0, max_steps, tol):
     if not any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves(problem)):
         value = float(problem.objective(w))
         reg = problem.coefficient_reg
-        if not np.isfinite(value) and getattr(reg, "geometry", "euclidean") == "entropy":
+        if not np.isfinite(value) and reg.geometry == "entropy":
             raise ValueError(f"w0 gives J(w0) = {value}: it is outside {type(reg).__name__}'s "
                              "domain, the capped simplex (w >= 0, w <= cap, sum(w) = 1); pass "
                              "a point of it, or w0=None (the uniform weights).")
-        if not np.isfinite(value) and getattr(reg, "constraint", False):
+        if not np.isfinite(value) and reg.constraint:
             raise ValueError(f"w0 gives J(w0) = {value}: it is outside the set of the "
                              f"constraint {type(reg).__name__}; pass a point of it (e.g. "
                              "reg.prox(w0, 1.0), its projection), or w0=None (zeros).")
@@ -381,7 +381,7 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6, *,
           warm_start=True):
     """Solve ``problem`` for every strength in ``lams`` in one compiled program.
 
-    The strength is the regularizer's (λ of `L2`); see `Problem.with_lam`. The strength is
+    The strength is the regularizer's (λ of `L2`); see `Problem.with_strength`. The strength is
     traced: another list of the same length reuses the program.
 
     Args:
@@ -415,7 +415,7 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6, *,
     lams = _check_lams(lams, problem.dtype)
     if not isinstance(warm_start, (bool, np.bool_)):
         raise TypeError(f"warm_start must be True or False; got {warm_start!r}.")
-    smallest = problem.with_lam(lams.min())
+    smallest = problem.with_strength(lams.min())
     solver = as_solver(solver, smallest)
     check(solver, smallest, lanes=1 if warm_start else len(lams))
     problem = problem.without_classes()
@@ -429,7 +429,7 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6, *,
     sols = restore(_cut(sols, max_steps), lead=1)
     if traced:
         w = jax.vmap(lambda lam, w, result: implicit_solution(
-            problem.with_lam(lam), w, _exists(result)))(lams, sols.w, sols.result)
+            problem.with_strength(lam), w, _exists(result)))(lams, sols.w, sols.result)
         return sols._replace(w=w)
     return _warn_unless_all_successful(solver, sols, "strengths")
 
@@ -495,7 +495,7 @@ def solve_batch(problems, solver=None, w0=None, max_steps=500, tol=1e-6):
         if solver is None:  # one program for all: the default of any, if they agree
             defaults = {default_solver(p) for p in problems}
             solver = defaults.pop() if len(defaults) == 1 else default_solver(
-                problems[0].with_lam(0.0))
+                problems[0].with_strength(0.0))
         for i, p in enumerate(problems):
             if _kind(p) != first:
                 raise ValueError(

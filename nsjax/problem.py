@@ -86,9 +86,9 @@ class Problem:
         bias: add an unregularized bias b: J(w, b) = λΩ(w) + R(Xw + b) (Saha et al. 2009, eq. 20).
             The bias is the last entry of the weights: ``w_shape`` is (d + 1,), and
             `split_bias` separates them. Needs a loss with one score per example and
-            ``center_dual`` (Hinge, Logistic, Squared), and a solver with
-            ``supports_bias`` (the others refuse before compiling and name those that
-            have it). The certified gap then comes from dual points projected onto
+            ``center_dual`` (Hinge, Logistic, Squared), and a solver whose
+            ``takes`` has a bias (the others refuse before compiling and name those that
+            take it). The certified gap then comes from dual points projected onto
             Σᵢ uᵢ = 0 (the dual's bias hyperplane).
         sample_weight: per-example weights cᵢ ≥ 0, shape (n,), not all 0: the risk becomes
             (1/n) Σᵢ cᵢ ℓ(Sᵢ, yᵢ) (cᵢ = 1 is the unweighted problem; cᵢ = 0 drops example
@@ -136,7 +136,7 @@ class Problem:
         self.num_outputs = loss.num_outputs(self.classes)
         self.loss = loss.prepare(n, self.num_outputs, dt)
         name = "sample_weight"
-        if getattr(loss, "weights", None) is not None:  # given on the loss itself
+        if loss.weights is not None:  # given on the loss itself
             if sample_weight is not None:
                 raise ValueError(f"the weights are given twice, as {type(loss).__name__}"
                                  "(weights=...) and sample_weight=...; give sample_weight only.")
@@ -175,10 +175,11 @@ class Problem:
         obj.classes, obj.num_outputs, obj.bias, obj.node_types = aux
         return obj
 
-    def with_lam(self, lam) -> Problem:
-        """The same problem with regularization strength ``lam`` (may be traced: `sweep`
-        vmaps over it), held in the problem's dtype so that no new program compiles."""
-        reg = self.reg.with_strength(_strength(lam, self.dtype, _strength_name(self.reg)))
+    def with_strength(self, strength) -> Problem:
+        """The same problem with the regularizer's strength (`strength`: λ of `L2`, μ of
+        `L1` and `ElasticNet`) replaced (may be traced: `sweep` vmaps over it), held in the
+        problem's dtype so that no new program compiles."""
+        reg = self.reg.with_strength(_strength(strength, self.dtype, _strength_name(self.reg)))
         return Problem.tree_unflatten((self.classes, self.num_outputs, self.bias,
                                        self.node_types), (self.loss, reg, self.X, self.y))
 
@@ -204,7 +205,7 @@ class Problem:
         n, d = self.X.shape
         loss, y = self.loss, self.y
         if rows is not None:
-            weights = getattr(loss, "weights", None)
+            weights = loss.weights
             c = np.ones(n, self.dtype) if weights is None else np.asarray(weights)
             loss = loss.with_weights(to_device(
                 np.concatenate([c * (rows / n), np.zeros(rows - n, c.dtype)])))
@@ -304,12 +305,25 @@ class Problem:
     @property
     def weighted(self) -> bool:
         """Whether the examples carry weights (``sample_weight``)."""
-        return getattr(self.loss, "weights", None) is not None
+        return self.loss.weights is not None
+
+    @property
+    def strength(self):
+        """The regularizer's strength, the one `sweep` varies and `with_strength` replaces
+        (its field `Regularizer.strength_name`: λ of `L2`, μ of `L1` and `ElasticNet`)."""
+        return self.reg.strength
 
     @property
     def lam(self):
-        """The regularizer's strength (λ of `L2`)."""
-        return self.reg.strength
+        """λ of the λ/2‖w‖² part of the regularizer (`L2`'s and `ElasticNet`'s ``lam``; 0
+        where there is none)."""
+        return self.reg.l2_weight()
+
+    @property
+    def mu(self):
+        """μ of the μ‖w‖₁ part of the regularizer (`L1`'s and `ElasticNet`'s ``mu``; 0
+        where there is none)."""
+        return self.reg.l1_weight()
 
     @property
     def dtype(self):
@@ -356,12 +370,12 @@ class Problem:
     @property
     def has_dual_certificate(self) -> bool:
         """Whether the loss offers a tight end-of-run certificate (`dual_certificate`)."""
-        return hasattr(self.loss, "dual_certificate")
+        return self.loss.provides("dual_certificate")
 
     @property
     def has_conjugate(self) -> bool:
         """Whether the loss gives R*, so that `dual_value` takes any dual point u."""
-        return hasattr(self.loss, "conjugate")
+        return self.loss.provides("conjugate")
 
     @property
     def quadratic_regularizer(self) -> bool:
@@ -451,7 +465,7 @@ class Problem:
         max-affine losses), else R(S) − ⟨u, S⟩, exact to rounding where u comes from an
         exact maximizer (the chains, F1).)"""
         value = self.reg.value(w) + self.loss.risk(S, self.y)
-        if hasattr(self.loss, "score_cut"):  # losses without R* (`nsjax.losses.base`)
+        if self.loss.provides("score_cut"):  # losses without R* (`nsjax.losses.base`)
             u, b = self.loss.score_cut(S, self.y)
             return value, self.rmv(u), b
         u = self.loss.dscores(S, self.y)
@@ -475,18 +489,13 @@ class Problem:
     @property
     def smooth_loss(self) -> bool:
         """Whether R is differentiable, so that f = R(X·) + the regularizer's smooth part is."""
-        return bool(getattr(self.loss, "smooth", False))
-
-    @property
-    def l1_weight(self):
-        """μ of the μ‖w‖₁ part of λΩ (0 for L2)."""
-        return self.reg.l1_weight()
+        return self.loss.smooth
 
     def value_change(self, w, S, x, Sx):
         """J(x) − J(w) from the scores S = X w, Sx = X x, computed term by term where the
         loss and regularizer know how (``risk_change``, ``value_change``), so that
         decreases far below J's rounding are still resolved."""
-        if hasattr(self.loss, "risk_change"):
+        if self.loss.provides("risk_change"):
             risk = self.loss.risk_change(S, Sx, self.y)
         else:
             risk = self.loss.risk(Sx, self.y) - self.loss.risk(S, self.y)
@@ -509,7 +518,7 @@ class Problem:
     def curvature(self, S):
         """The score-space Hessian of R as something `hvp` takes: its diagonal where the
         loss gives it (`curvature`), else S itself (differentiated in `hvp`)."""
-        if hasattr(self.loss, "curvature"):
+        if self.loss.provides("curvature"):
             return self.loss.curvature(S, self.y)
         return S
 
@@ -518,7 +527,7 @@ class Problem:
         X), with ``curvature`` from `curvature` (Xᵀ D X v for the logistic and squared
         losses; `jax.jvp` of ``dscores`` otherwise)."""
         dS = self.scores(v)
-        if hasattr(self.loss, "curvature"):
+        if self.loss.provides("curvature"):
             HdS = curvature * dS
         else:
             HdS = jax.jvp(lambda s: self.loss.dscores(s, self.y), (curvature,), (dS,))[1]
@@ -527,7 +536,7 @@ class Problem:
     def hessian_diagonal(self, curvature):
         """diag ∇²f(w) = (X∘X)ᵀ D + the smooth part's diagonal (one pass over X), where the
         loss gives its curvature D (`curvature`); None otherwise."""
-        if not hasattr(self.loss, "curvature"):
+        if not self.loss.provides("curvature"):
             return None
         diag = self.X.sq_rmv(curvature)
         if self.bias:
@@ -565,10 +574,10 @@ class Problem:
                 (self.classes, self.num_outputs, False, node_types(parts)), (*parts, self.y))
             return inner.dual_value(u, S=S)
         Xtu = self.rmv(u) if Xtu is None else Xtu
-        if hasattr(self.loss, "conjugate"):
+        if self.loss.provides("conjugate"):
             # Also s u, scaled into the box where the regularizer's conjugate is finite or
             # flat (‖s Xᵀu‖∞ ≤ μ for L1 and the elastic net; s = 1 for L2): the usual
-            # scaling of a smooth loss's gradient into the dual-feasible set (issue 10).
+            # scaling of a smooth loss's gradient into the dual-feasible set.
             bounds = []
             if self.reg.dual_points in ("scaled", "both"):
                 s = self.reg.feasible_scale(-Xtu)
@@ -583,12 +592,12 @@ class Problem:
 
     def _dual_value(self, u, Xtu, S):
         """D(u), improved by the best scalar multiple where the loss allows it."""
-        if hasattr(self.loss, "conjugate"):
+        if self.loss.provides("conjugate"):
             rstar = self.loss.conjugate(u, self.y)
         else:
             rstar = jnp.vdot(u, S) - self.loss.risk(S, self.y)
         base = -rstar - self.reg.conjugate(-Xtu)
-        if not hasattr(self.loss, "dual_scale_limit"):
+        if not self.loss.provides("dual_scale_limit"):
             return base
         s_max = self.loss.dual_scale_limit(u, self.y)
         return jnp.maximum(base, self.reg.scaled_dual(rstar, Xtu, s_max))

@@ -37,14 +37,14 @@ milliseconds. A `Program` makes that cost rare:
   the disk cache when next needed.
 - **Compile options by size.** On CPUs, a problem of at most `SMALL_PROBLEM` stored
   numbers (its arrays' total size) is compiled with XLA's older loop emitters
-  (``xla_cpu_use_fusion_emitters=False``): they compile about a quarter faster and run as
-  fast at that size; larger problems get XLA's defaults, whose kernels are faster on large
+  (``xla_cpu_use_fusion_emitters=False``): they compile faster and run as fast at that
+  size; larger problems get XLA's defaults, whose kernels are faster on large
   data. A problem of at most `TINY_PROBLEM` numbers (e.g. 2,000 × 32) is moreover compiled
   with LLVM's optimizations off (`NO_LLVM_OPTIMIZATIONS`, what ``jax_disable_most_
-  optimizations`` sets for the whole process): its compile takes less than half the time
-  and its steps, fractions of a millisecond there, about three times as long, so the
-  saving pays for a few thousand steps (`benchmarks/first_call.py`, RESULTS.md). Results
-  differ only in the order of additions.
+  optimizations`` sets for the whole process): its compile is much shorter and its steps,
+  cheap at that size, slower, so the saving pays for all but long runs (measured:
+  docs/design.md, "Measured design choices"). Results differ only in the order of
+  additions.
 
 A call under a JAX transformation (``solve`` inside the user's `jax.jit`, `jax.vmap` or
 `jax.grad`), with ``jax_disable_jit``, ``jax_debug_nans``/``jax_debug_infs``, or on data
@@ -161,6 +161,19 @@ def compiled_programs(name: str | None = None) -> int:
     return sum(p._cache_size() for p in chosen)
 
 
+def compile_count(name: str | None = None) -> int:
+    """How many times this process traced and compiled a program itself, rather than load
+    it from the disk cache: of the `Program` called ``name`` (as in `compiled_programs`), or
+    of all. A program compiled again (its entry unreadable, or dropped from memory and not
+    stored) counts again; a call under the user's `jax.jit` or `jax.vmap` (module
+    docstring) compiles none of nsjax's programs. The hook for tests and benchmarks that
+    check that a program was loaded, not compiled."""
+    if name is not None and name not in _programs:
+        raise ValueError(f"name must be one of {sorted(_programs)} or None; got {name!r}.")
+    chosen = _programs.values() if name is None else [_programs[name]]
+    return sum(p._compiles for p in chosen)
+
+
 #: The options of a compile this XLA refused (an unknown option: XLA's options come and
 #: go): left out from then on, and that program compiled with XLA's defaults.
 _refused: set = set()
@@ -259,6 +272,7 @@ class Program:
     def __init__(self, fun, static_argnames, name=None):
         self.jitted = jax.jit(fun, static_argnames=static_argnames)
         self._keys: set = set()  # every key this process compiled or loaded
+        self._compiles = 0  # `_compile` calls (`compile_count`)
         functools.update_wrapper(self, fun)
         _programs[name or fun.__name__] = self
 
@@ -301,6 +315,7 @@ class Program:
         return compiled
 
     def _compile(self, args, static, options, path, tree):
+        self._compiles += 1
         hits = _jax_cache_hits[0]
         lowered = self.jitted.lower(*args, **static)
         try:
@@ -449,7 +464,6 @@ def program(static_argnames, name=None):
     return lambda fun: Program(fun, static_argnames, name)
 
 
-__all__ = ["Program", "cache_dir", "compile_options", "compiled_programs", "drop_loaded",
-           "is_small",
-           "loaded_count", "program",
-           "reset_cache_dir", "set_cache_dir"]
+__all__ = ["Program", "cache_dir", "compile_count", "compile_options", "compiled_programs",
+           "drop_loaded", "is_small", "loaded_count", "program", "reset_cache_dir",
+           "set_cache_dir"]

@@ -369,8 +369,8 @@ def project_box_section(m, a, b, lower, upper, weights=None, *,
 
     The papers find that piece by a median search over the kinks (Alg. 7–8, O(n)) or by
     sorting them (O(n log n)). Neither pays with XLA: a median is a sort there, and on a
-    CPU sorting the 2n kinks costs hundreds of passes over the data (n = 10⁶: ~0.7 s, a
-    pass ~1.5 ms; a bisection like jaxopt's makes 30 to a tolerance). So the search
+    CPU sorting the 2n kinks costs far more than a few passes over the data (a bisection
+    like jaxopt's makes ~30, to a tolerance only). So the search
     pivots as Alg. 7–8 do, with cheaper pivots: Newton steps on g (one pass each for g and
     its slope; regula falsi with Illinois' rule when a step would leave the bracket) until
     the pivot seems to be in the root's piece; one more pass finds the two kinks around the
@@ -390,7 +390,7 @@ def project_box_section(m, a, b, lower, upper, weights=None, *,
     where it cannot (kinks more than the dtype's range apart), the search fails and says
     so (``feasible`` False). The scales cost one pass over the data, the scaled copy of m
     (and of a, the bounds and w where they are arrays) one write, and the check of the
-    result one pass: at n = 10⁶ in float64 on a 2-core CPU, ~4 ms on top of ~10 ms.
+    result one pass.
 
     Handled: ties among kinks, aᵢ = 0 (xᵢ = clip(mᵢ, lᵢ, uᵢ)), infinite bounds (their
     kinks are at ∓inf and never crossed), lᵢ = uᵢ, and a flat g at the root.
@@ -593,8 +593,8 @@ def project_capped_simplex(v, cap, *, newton_steps: int = 32) -> BoxSection:
 #
 # Nothing of size n is stored between passes: each pass recomputes what it needs from the
 # inputs. On CPUs every n-sized temporary of a compiled program is fresh memory on each
-# call, and its page faults cost more than recomputing (n = 10⁶: ~2 ms per array, about
-# as much as a whole pass); for the same reason the data are kept unbroadcast.
+# call, and its page faults cost more than recomputing (about as much as a whole pass
+# per array); for the same reason the data are kept unbroadcast.
 # ---------------------------------------------------------------------------------------
 
 
@@ -653,7 +653,7 @@ def _range_of_ax(p: _Section, valid=True) -> _Range:
     scale = (jnp.where(jnp.isfinite(at_low), jnp.abs(at_low), 0)
              + jnp.where(jnp.isfinite(at_high), jnp.abs(at_high), 0) + jnp.where(bad, jnp.nan, 0))
     # With a, l and u scalars the n terms are equal: no reduction (XLA would fold one of
-    # constants at compile time, for seconds at n = 10⁶).
+    # constants at compile time, slowly for large n).
     if at_low.ndim == 0:
         least, largest, scale = (v * shape[-1] for v in (at_low, at_high, scale))
     else:
@@ -1497,7 +1497,7 @@ def _support_jvp(primals, tangents):
 # batch last, so that every operation is elementwise over the batch (XLA on CPUs
 # vectorizes those; a vmap would put the batch first). Sums over the K labels are written
 # out as K-term sums: XLA fuses them with their operands into one loop, where a reduce
-# over a middle axis is a loop of its own (about 3x slower here).
+# over a middle axis is a loop of its own (slower).
 #
 # The dual variables of an instance are y (E, K): y[t, 0] = λ_t (edge t sums to total),
 # y[t, 1 + b] = μ_t(b) for b < K − 1 (nodes t + 1 of edges t and t + 1 agree at label b).
@@ -1551,7 +1551,7 @@ def _chain_residual(rows, cols):
 
 def _gauss_jordan(a, n, tiny):
     """X = S⁻¹R for [S | R] = a (n, n + r, B), S positive definite (no pivoting needed),
-    by rows: XLA fuses the row updates into a few loops (a 3-D update per pivot is 3x
+    by rows: XLA fuses the row updates into a few loops (a 3-D update per pivot is
     slower)."""
     rows = [a[i] for i in range(n)]
     for j in range(n):
@@ -1844,8 +1844,6 @@ def project_chain_marginals(m: jax.Array, total=1.0, *, max_steps: int = 50,
     noted in the code.
 
     A batch is solved in one loop: instances that have converged wait for the slowest.
-    500 instances with L = 10, K = 5 in float64 took 6–8 ms on one CPU core for the
-    Pragam-like m above, 15–20 ms for Gaussian m.
 
     Args:
         m: (..., L − 1, K, K), m[..., t, a, b] for edge t and labels (a, b); any leading

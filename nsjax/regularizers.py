@@ -63,10 +63,10 @@ class Regularizer(abc.ABC):
     #: The prox-function d of the geometry the regularizer's prox is taken in: "euclidean"
     #: (d = ½‖·‖², `prox`) or "entropy" (d = Σ wᵢ log wᵢ on a simplex, `bregman_prox`; the
     #: domain is then not all of ℝᵈ, and only the solvers that name the geometry in their
-    #: ``geometries`` take the regularizer).
+    #: ``takes.geometries`` take the regularizer).
     geometry: ClassVar[str] = "euclidean"
     #: True where λΩ is the indicator of a set (a constrained problem, `ElasticNetBall`):
-    #: only the solvers with ``takes_constraints`` take it (their iterates stay in the set
+    #: only the solvers with ``takes.constraints`` take it (their iterates stay in the set
     #: through `prox`, the projection); ``value`` is +inf outside the set.
     constraint: ClassVar[bool] = False
 
@@ -124,6 +124,13 @@ class Regularizer(abc.ABC):
 
     def l1_weight(self):
         """μ of the μ‖w‖₁ part of λΩ (0 where there is none)."""
+        return jnp.zeros_like(jnp.asarray(self.strength))
+
+    def l2_weight(self):
+        """λ of the λ/2‖w‖² part of the regularizer: the strength where Ω = ½‖·‖²
+        (`quadratic`), else 0 (a regularizer with another L2 part says so)."""
+        if self.quadratic:
+            return self.strength
         return jnp.zeros_like(jnp.asarray(self.strength))
 
     @abc.abstractmethod
@@ -442,6 +449,9 @@ class ElasticNet(Regularizer):
     def l1_weight(self):
         return self.mu
 
+    def l2_weight(self):
+        return self.lam
+
     def smooth_value(self, w):
         return 0.5 * self.lam * jnp.vdot(w, w)
 
@@ -607,7 +617,7 @@ class ElasticNetBall(_NoSmoothPart, Regularizer):
     (`nsjax.projections.project_elastic_net_ball`, §5.5.2) and its conjugate the ball's
     support function (`nsjax.projections.elastic_net_ball_support`), which gives the
     certified gap D(u) = −R*(u) − σ(−Xᵀu). Only the solvers that keep their iterates in the
-    set through the prox take it (``takes_constraints``: `AGMEF` and `AGMEF1` with
+    set through the prox take it (``takes.constraints``: `AGMEF` and `AGMEF1` with
     ``scheme="primal"``, the default for it); `nsjax.solve` refuses the others. Not
     strongly convex: AGM-EF's rate is O(1/k²) here.
 
@@ -741,6 +751,9 @@ class Unpenalized(Regularizer):
     def l1_weight(self):
         return self.inner.l1_weight()
 
+    def l2_weight(self):
+        return self.inner.l2_weight()
+
     def smooth_value(self, w):
         return self.inner.smooth_value(w[:-1])
 
@@ -761,4 +774,4 @@ class Unpenalized(Regularizer):
 REQUIRED = ("value", "subgradient", "argsup", "line", "prox", "conjugate", "scaled_dual",
             "feasible_scale", "dual_points", "has_l1", "l1_weight", "smooth_value", "smooth_grad",
             "smooth_hvp", "mirror_map", "inverse_mirror_map", "strength", "with_strength",
-            "quadratic", "has_lines")
+            "quadratic", "has_lines", "geometry", "constraint", "l2_weight")

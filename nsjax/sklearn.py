@@ -1,5 +1,6 @@
 """scikit-learn estimators on nsjax's solvers: the classifiers `LinearSVC` and
-`LogisticRegression`, the regressors `ElasticNet` and `Lasso`.
+`LogisticRegression`, the regressors `ElasticNet` and `Lasso`. They need scikit-learn, an
+optional dependency: ``pip install "nsjax[sklearn]"``.
 
 They take the parameters a scikit-learn user knows, where they mean the same thing (``C``,
 ``l1_ratio``, ``fit_intercept``, ``intercept_scaling``, ``max_iter``, ``warm_start``,
@@ -59,11 +60,19 @@ import jax
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.class_weight import compute_class_weight
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+
+try:  # scikit-learn is an optional dependency: the sklearn extra
+    from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.utils.class_weight import compute_class_weight
+    from sklearn.utils.multiclass import check_classification_targets, type_of_target
+    from sklearn.utils.validation import check_is_fitted, validate_data
+except ModuleNotFoundError as error:
+    from nsjax._optional import is_missing_sklearn, missing_sklearn
+
+    if not is_missing_sklearn(error):
+        raise
+    raise missing_sklearn("nsjax.sklearn (the scikit-learn estimators)") from error
 
 import nsjax
 from nsjax import losses, regularizers
@@ -200,7 +209,7 @@ class _LinearModel(BaseEstimator):
         X and the weights are first checked as the problem will hold them in ``dtype``
         (named as given, not as padded)."""
         n, d = X.shape
-        if ((solver is not None and not solver.supports_sample_weight)
+        if ((solver is not None and not solver.takes.sample_weight)
                 or (not sp.issparse(X) and X.size >= PAD_LIMIT)):
             self._check_X(X, dtype, n, d + 1)  # (+1: a constant column for the intercept)
             self._check_total_weight(weights, dtype)

@@ -101,7 +101,7 @@ def main():
     for name, solver, kind in CASES:
         prob = problem(kind)
         if name in LAM:
-            prob = prob.with_lam(LAM[name])
+            prob = prob.with_strength(LAM[name])
         sharded = prob.shard(mesh)
         steps = STEPS.get(name, 2000)
         one = nsjax.solve(prob, solver, max_steps=steps, tol=1e-10)
@@ -120,7 +120,7 @@ def main():
     sols = nsjax.sweep(prob, [0.3, 0.1, 0.03], S.BMRM(), tol=1e-10)
     out["sweep"] = [float(v) for v in sols.value]
     # (The one-device BMRM program of the cases above.)
-    out["sweep_solves"] = [float(nsjax.solve(problem("hinge").with_lam(lam), S.BMRM(),
+    out["sweep_solves"] = [float(nsjax.solve(problem("hinge").with_strength(lam), S.BMRM(),
                                              tol=1e-10).value) for lam in (0.3, 0.1, 0.03)]
     try:  # 10 rows do not split over 8 devices
         nsjax.Problem(L.Hinge(), R.L2(0.1), np.ones((10, 2)), np.arange(10) % 2).shard(mesh)

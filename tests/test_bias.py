@@ -158,7 +158,7 @@ def test_hinge_matches_liblinear_with_a_free_intercept():
 @pytest.mark.parametrize("solver", [S.LineSearchBMRM(), S.OBA(), S.OWLQN()])
 def test_solvers_without_bias_support_refuse_it_before_compiling(solver):
     prob = problem("logistic")
-    with pytest.raises(ValueError, match="does not support an unregularized bias.*BMRM"):
+    with pytest.raises(ValueError, match="does not support an unregularized bias.*SubLBFGS"):
         nsjax.solve(prob, solver)
     with pytest.raises(ValueError, match="does not support an unregularized bias"):
         nsjax.sweep(prob, [0.1, 0.2], solver)
@@ -183,7 +183,7 @@ def test_sweep_with_a_bias_equals_solve():
     lams = [0.02, 0.1]
     sols = nsjax.sweep(prob, lams, S.SubLBFGS(), tol=1e-9)
     for i, lam in enumerate(lams):
-        one = nsjax.solve(prob.with_lam(lam), S.SubLBFGS(), tol=1e-9)
+        one = nsjax.solve(prob.with_strength(lam), S.SubLBFGS(), tol=1e-9)
         assert one.result == RESULTS.successful == int(sols.result[i])
         assert abs(float(sols.value[i]) - float(one.value)) <= 1e-8
 

@@ -12,8 +12,8 @@ from reference import cvxpy_optimum, random_binary
 
 import nsjax
 from nsjax.projections import project_simplex
+from nsjax.solvers import simplex_qp
 from nsjax.solvers.simplex_qp import simplex_qp_objective
-from nsjax.solvers.simplex_qp import solve_simplex_qp as _solve_simplex_qp
 
 VARIANTS = {
     "qp": nsjax.solvers.BMRM(),
@@ -26,7 +26,7 @@ VARIANTS = {
 
 # Compiled as BMRM runs it: one program per bundle size (λ traced). Called eagerly, each
 # call traced and compiled its loops anew.
-solve_simplex_qp = jax.jit(_solve_simplex_qp, static_argnames="iterations")
+solve_simplex_qp = jax.jit(simplex_qp.solve_simplex_qp, static_argnames="iterations")
 
 
 def _check_history(sol, J_star, prob):
@@ -66,7 +66,7 @@ def test_exact_line_search_variant_needs_lines():
     with pytest.raises(ValueError, match="lines"):
         nsjax.solve(prob, nsjax.solvers.BMRM(line_search="exact"))
     with pytest.raises(ValueError, match="lam > 0"):
-        nsjax.solve(prob.with_lam(0.0), nsjax.solvers.BMRM())
+        nsjax.solve(prob.with_strength(0.0), nsjax.solvers.BMRM())
 
 
 @pytest.mark.parametrize(("shape", "used", "dtype"), [
@@ -347,10 +347,10 @@ def test_simplex_qp_is_exact_on_degenerate_bundles(seed, c):
 
 @pytest.mark.parametrize("free_count", [5, 16, 20, 30, 35])
 def test_kkt_solve_over_the_gathered_free_slots_equals_the_solve_over_all(free_count):
-    """`_equality_qp` gathers the free slots into ``compact`` (16) slots when at most that
+    """`equality_qp` gathers the free slots into ``compact`` (16) slots when at most that
     many are free (the system off them is the identity), else into 24, then 32 (5/4 of
     the last, up to a multiple of 8), else solves over all 40: the same α and m."""
-    from nsjax.solvers.simplex_qp import _equality_qp, _equality_qp_on_slots
+    from nsjax.solvers.simplex_qp import equality_qp, equality_qp_on_slots
 
     rng = np.random.default_rng(free_count)
     c = 40
@@ -358,8 +358,8 @@ def test_kkt_solve_over_the_gathered_free_slots_equals_the_solve_over_all(free_c
     Q, b = G.T @ G, rng.normal(size=c)
     free = np.zeros(c, bool)
     free[rng.choice(c, free_count, replace=False)] = True
-    alpha, m = jax.jit(lambda Q, b, f: _equality_qp(Q, b, 0.3, f, compact=16))(Q, b, free)
-    want_alpha, want_m = jax.jit(lambda Q, b, f: _equality_qp_on_slots(Q, b, 0.3, f))(
+    alpha, m = jax.jit(lambda Q, b, f: equality_qp(Q, b, 0.3, f, compact=16))(Q, b, free)
+    want_alpha, want_m = jax.jit(lambda Q, b, f: equality_qp_on_slots(Q, b, 0.3, f))(
         Q, b, free)
     np.testing.assert_allclose(alpha, want_alpha, rtol=1e-9, atol=1e-12)
     assert np.all(np.asarray(alpha)[~free] == 0)

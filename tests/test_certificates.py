@@ -36,8 +36,8 @@ CASES = {"margin": (1, 0.01), "margin-at-zero": (0, 0.05), "slack": (2, 0.01),
 CERT = jax.jit(lambda prob, W: prob.dual_certificate(W))
 #: The certificate and J at many (λ, W), vmapped: one compiled program per problem.
 CERT_MANY = jax.jit(jax.vmap(
-    lambda prob, lam, W: (*prob.with_lam(lam).dual_certificate(W),
-                          prob.with_lam(lam).objective(W)), in_axes=(None, 0, 0)))
+    lambda prob, lam, W: (*prob.with_strength(lam).dual_certificate(W),
+                          prob.with_strength(lam).objective(W)), in_axes=(None, 0, 0)))
 OTHER_LAMS = (0.03,)
 
 
@@ -116,7 +116,7 @@ def test_certificate_is_a_lower_bound_and_closes_at_the_optimum(name):
     scales, Ws = _points(W_opt, np.random.default_rng(11))
     path = [nsjax.solve(prob, nsjax.solvers.BMRM(), tol=t, max_steps=2000).w
             for t in (1e-2, 1e-4, 1e-6)]
-    others = [_optimum(prob.with_lam(lam)) for lam in OTHER_LAMS]
+    others = [_optimum(prob.with_strength(lam)) for lam in OTHER_LAMS]
     Ws = jnp.concatenate([W_opt[None], Ws, jnp.stack(path), jnp.stack([o[0] for o in others])])
     lams = np.full(len(Ws), float(prob.lam))
     lams[-len(others):] = OTHER_LAMS
@@ -176,11 +176,26 @@ def test_certificate_sparse_equals_dense():
 
 # --- the multiclass hinge's conjugate ------------------------------------------------------
 
+def _label_losses(loss, y, K):
+    """Δ(z, y_i) for every example i and label z, (n, K), from the documented ``delta``
+    (delta[z, z'] = Δ(z, z'); None: 1 off the true label)."""
+    y = np.asarray(y)
+    return 1.0 - np.eye(K)[y] if loss.delta is None else np.asarray(loss.delta)[:, y].T
+
+
+def _score_dual_point(loss, y, alpha):
+    """u_i = Σ_z α_iz coef_iz (e_z − e_{y_i}) / n for weights α_i in the simplex (the class
+    docstring's dual point; coef 1 for margin rescaling, Δ(z, y_i) for slack)."""
+    n, K = alpha.shape
+    g = alpha * (1.0 if loss.rescaling == "margin" else _label_losses(loss, y, K))
+    return (g - np.eye(K)[np.asarray(y)] * g.sum(axis=1, keepdims=True)) / n
+
+
 def _conjugate_by_lp(loss, y, u, K):
     """R*(u) = sup_S ⟨u, S⟩ − R(S) as a linear program (S and per-example epigraph t), by
     HiGHS: +inf when unbounded."""
     n = u.shape[0]
-    D = np.asarray(loss._delta(jnp.zeros((n, K)), jnp.asarray(y)))
+    D = _label_losses(loss, y, K)
     coef = np.ones((n, K)) if loss.rescaling == "margin" else D
     # Variables x = (S (n·K), t (n)); minimize −⟨u, S⟩ + Σ t / n.
     c = np.concatenate([-u.ravel(), np.ones(n) / n])
@@ -211,13 +226,12 @@ def test_multiclass_conjugate_equals_lp(rescaling):
     loss = MC(delta=jnp.asarray(delta), rescaling=rescaling)
     y = np.array([0, 1, 2, 1, 0])
     yj = jnp.asarray(y)
-    S = jnp.zeros((n, Kc))
     for trial in range(6):
         alpha = rng.dirichlet(np.ones(Kc), size=n)
         if rescaling == "slack":
             alpha[(y == 1), 0] = 0.0  # no weight on the flat piece (Δ(0, 1) = 0)
             alpha /= alpha.sum(1, keepdims=True)
-        u = np.array(loss._score_grad(S, yj, jnp.asarray(alpha)))
+        u = _score_dual_point(loss, y, alpha)
         if trial >= 4:
             u[trial - 4, (y[trial - 4] + 1) % Kc] -= 0.5  # leaves the domain
         got = float(loss.conjugate(jnp.asarray(u), yj))

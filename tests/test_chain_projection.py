@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nsjax.projections import _chain_marginals_jit, project_chain_marginals
+from nsjax.projections import project_chain_marginals
+from nsjax.testing import chain_marginals as chain_marginals_and_info
 
 N = 6  # instances per batch: every batch of a shape is this size, so it compiles once
 SHAPES = ((1, 2), (3, 3))  # (L − 1, K): each value of L − 1 and K in {1, 3} × {2, 3}
@@ -73,8 +74,9 @@ def infeasibility(alpha, total):
 
 
 def solve(m, total=1.0):
-    """`project_chain_marginals` and its `_ChainInfo`: the same compiled program."""
-    return _chain_marginals_jit(jnp.asarray(m), total, max_steps=50, tol=None)
+    """`project_chain_marginals` and how it went (`nsjax.testing.chain_marginals`): the
+    same compiled program."""
+    return chain_marginals_and_info(jnp.asarray(m), total, max_steps=50, tol=None)
 
 
 @pytest.fixture(scope="module", params=SHAPES, ids=lambda s: f"L-1={s[0]},K={s[1]}")

@@ -11,6 +11,7 @@ from sklearn.datasets import dump_svmlight_file
 
 import nsjax
 from nsjax.__main__ import main
+from nsjax.testing import progress_timing
 
 
 def _run(*args):
@@ -57,22 +58,21 @@ def test_npz_data_multiclass_and_the_progress_line(tmp_path, capsys, monkeypatch
     X, y = nsjax.datasets.iris()
     data, model = tmp_path / "iris.npz", tmp_path / "iris.model.npz"
     np.savez(data, X=X, y=y)
-    monkeypatch.setattr(nsjax.loop._Progress, "delay", 0.0)  # show it at once
-    monkeypatch.setattr(nsjax.loop._Progress, "interval", 0.0)
     # The progress line is shown on a terminal only (a log file gets no \r lines, and the
     # program without the callback comes from the cache).
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     # (BMRM: what is tested does not depend on the solver, and it compiles in a third of
     # the default's time; the default solve is the subprocess's above.)
-    assert main(["train", str(data), "--loss", "multiclass", "--C", "10", "--max-steps",
-                 "300", "--solver", "bmrm"]) == 0
-    out, err = capsys.readouterr()
-    assert "step" in err and "certified gap" in err and err.rstrip().endswith("successful")
-    assert f"model written to {model}" in out
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)  # a log file
-    assert main(["train", str(data), "--loss", "multiclass", "--C", "10", "--max-steps",
-                 "300", "--solver", "bmrm"]) == 0
-    assert "step" not in capsys.readouterr().err
+    with progress_timing(delay=0.0, interval=0.0):  # show it at once
+        assert main(["train", str(data), "--loss", "multiclass", "--C", "10", "--max-steps",
+                     "300", "--solver", "bmrm"]) == 0
+        out, err = capsys.readouterr()
+        assert "step" in err and "certified gap" in err and err.rstrip().endswith("successful")
+        assert f"model written to {model}" in out
+        monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)  # a log file
+        assert main(["train", str(data), "--loss", "multiclass", "--C", "10", "--max-steps",
+                     "300", "--solver", "bmrm"]) == 0
+        assert "step" not in capsys.readouterr().err
     assert main(["predict", str(model), str(data), "--out", str(tmp_path / "p.txt")]) == 0
     predicted = np.loadtxt(tmp_path / "p.txt")
     accuracy = float(capsys.readouterr().err.split("accuracy")[1])

@@ -9,7 +9,6 @@ import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file
 
 from nsjax.datasets import (
-    _smallest_eigenvalue,
     breast_cancer,
     diagonal_dominance,
     digits,
@@ -20,6 +19,7 @@ from nsjax.datasets import (
     relative_function_error,
     synthetic_sparse,
 )
+from nsjax.testing import smallest_eigenvalue
 
 # ----------------------------------------------------------------------------------------
 # Bundled sets
@@ -339,7 +339,7 @@ def test_smallest_eigenvalue_lanczos_path_matches_dense():
     U = rng.random((300, 300))
     S = U + U.T
     exact = np.linalg.eigvalsh(S)[0]
-    assert _smallest_eigenvalue(S, dense_max_order=0) == pytest.approx(exact, abs=1e-10)
+    assert smallest_eigenvalue(S, dense_max_order=0) == pytest.approx(exact, abs=1e-10)
 
 
 def test_oba_synthetic_reproduces_table3_dominance():

@@ -90,4 +90,4 @@ def test_default_is_the_hybrid_where_it_applies():
     prob = nsjax.Problem(nsjax.losses.Hinge(), L2(lam), X, y)
     assert isinstance(nsjax.loop.default_solver(prob), nsjax.solvers.Hybrid)
     # λ = 0: no bundle phase (its model is minimized through the dual of λ/2‖w‖²).
-    assert isinstance(nsjax.loop.default_solver(prob.with_lam(0.0)), nsjax.solvers.SubLBFGS)
+    assert isinstance(nsjax.loop.default_solver(prob.with_strength(0.0)), nsjax.solvers.SubLBFGS)

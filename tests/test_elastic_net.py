@@ -89,7 +89,8 @@ def test_the_ball_is_refused_where_it_cannot_be_solved():
     X, y = regression()
     prob = nsjax.Problem(Squared(), ElasticNetBall(1.0, 0.5), X, y)
     for solver in (S.SubLBFGS(), S.OBA(), S.BMRM()):
-        with pytest.raises(ValueError, match="AGMEF, AGMEF1"):
+        with pytest.raises(ValueError,
+                           match=r"AGMEF\(scheme='primal'\), AGMEF1\(scheme='primal'\)"):
             nsjax.solve(prob, solver)
     with pytest.raises(ValueError, match="scheme='primal'|L2"):
         nsjax.solve(prob, S.AGMEF())  # the dual scheme: the hinge with L2 only

@@ -211,7 +211,7 @@ def test_default_solver_is_agm_ef_primal_and_starts_uniform():
 def test_other_solvers_and_options_are_refused_before_compiling():
     _, _, prob = _entropy_problem(2, 0.05, 0.5)
     for solver in (nsjax.solvers.SubLBFGS(), nsjax.solvers.BMRM(), nsjax.solvers.OBA()):
-        with pytest.raises(ValueError, match="entropy geometry.*AGMEF, AGMEF1"):
+        with pytest.raises(ValueError, match=r"entropy geometry.*AGMEF\(scheme='primal'\), AGMEF1"):
             nsjax.solve(prob, solver)
     with pytest.raises(ValueError, match="scheme='primal'"):
         nsjax.solve(prob, nsjax.solvers.AGMEF())  # the dual scheme

@@ -259,16 +259,16 @@ REFUSED = [
                  id="loss-None"),
     pytest.param(lambda: problem(loss=L2(0.1)), TypeError, r"loss must be an nsjax loss",
                  id="loss-a-regularizer"),
-    pytest.param(lambda: PROB.with_lam(float("nan")), ValueError, r"lam must be finite",
-                 id="with_lam-nan"),
-    pytest.param(lambda: PROB.with_lam(-1), ValueError, r"lam must be finite and >= 0",
-                 id="with_lam-negative"),
-    pytest.param(lambda: PROB.with_lam("big"), TypeError, r"lam must be a real number",
-                 id="with_lam-str"),
-    pytest.param(lambda: PROB32.with_lam(1e39), ValueError, r"lam = 1e\+39 overflows float32",
-                 id="with_lam-overflows-float32"),
-    pytest.param(lambda: PROB.with_lam([0.1, 0.2]), ValueError, r"lam must be a scalar",
-                 id="with_lam-vector"),
+    pytest.param(lambda: PROB.with_strength(float("nan")), ValueError, r"lam must be finite",
+                 id="with_strength-nan"),
+    pytest.param(lambda: PROB.with_strength(-1), ValueError, r"lam must be finite and >= 0",
+                 id="with_strength-negative"),
+    pytest.param(lambda: PROB.with_strength("big"), TypeError, r"lam must be a real number",
+                 id="with_strength-str"),
+    pytest.param(lambda: PROB32.with_strength(1e39), ValueError, r"lam = 1e\+39 overflows float32",
+                 id="with_strength-overflows-float32"),
+    pytest.param(lambda: PROB.with_strength([0.1, 0.2]), ValueError, r"lam must be a scalar",
+                 id="with_strength-vector"),
     # -- solve: solver, max_steps, tol, w0 -------------------------------------------------
     pytest.param(lambda: nsjax.solve(PROB, nsjax.solvers.SubLBFGS), TypeError,
                  r"solver must be an instance: pass SubLBFGS\(\)", id="solver-class"),
@@ -467,9 +467,9 @@ def _accept_limits():
 
 def _accept_max_steps_cap():
     # The cap itself passes the checks (nothing is compiled or allocated here).
-    from nsjax.loop import _check_common
+    from nsjax.testing import check_solve_arguments
 
-    w0 = _check_common(PROB, [1, 2, 3], np.int64(MAX_STEPS), np.float32(0))
+    w0 = check_solve_arguments(PROB, [1, 2, 3], np.int64(MAX_STEPS), np.float32(0))
     assert w0.dtype == jnp.float64 and w0.tolist() == [1.0, 2.0, 3.0]
 
 
@@ -520,7 +520,7 @@ def test_label_and_scalar_values_never_recompile():
         (problem(reg=L2(np.float32(2.0)), y=[5, 7] * 4), dict(tol=np.float32(1e-3))),
         (problem(reg=L2(jnp.asarray(0.5)), y=Y == 1), dict(tol=jnp.asarray(0.0))),
         (problem(reg=L2(1), X=(10 * X).astype(int), classes=(1, 0)), dict(w0=[0, 1, 0])),
-        (PROB.with_lam(3), dict(w0=jnp.ones(3, jnp.float32), tol=1)),
+        (PROB.with_strength(3), dict(w0=jnp.ones(3, jnp.float32), tol=1)),
     ]
     for prob, kw in variants:
         sol = nsjax.solve(prob, TOY, max_steps=STEPS, **kw)

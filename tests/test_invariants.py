@@ -155,12 +155,12 @@ def test_sweep_equals_solve_and_one_compile_per_shape(entry):
     # differently, and on a kinked loss that can send runs down different paths.
     prob = _problem(entry.losses[-1])
     lams = [0.05, 0.2, 1.0]
-    lams = [lam * float(prob.lam) / 0.1 for lam in lams]  # in the kind's units
+    lams = [lam * float(prob.strength) / 0.1 for lam in lams]  # in the kind's units
     solves, sweeps = compiled_programs("solve"), compiled_programs("sweep")
     sols = nsjax.sweep(prob, lams, entry.solver, max_steps=SWEEP_STEPS, tol=1e-9)
     assert sols.w.shape == (3, *prob.w_shape)
     for i, lam in enumerate(lams):
-        one = nsjax.solve(prob.with_lam(lam), entry.solver, max_steps=SWEEP_STEPS, tol=1e-9)
+        one = nsjax.solve(prob.with_strength(lam), entry.solver, max_steps=SWEEP_STEPS, tol=1e-9)
         # Both must land within their certified gaps, and agree to 1e-8 where they succeed
         # (issue 9); solvers that reach 1e-6 in the registry must succeed here.
         slack = float(sols.gap[i]) + float(one.gap) + 1e-12
@@ -177,7 +177,7 @@ def test_sweep_equals_solve_and_one_compile_per_shape(entry):
     # One compile per shape (in the same test, so that these runs share the programs
     # above): at most one new solve and one new sweep program so far (none where another
     # test of this process compiled them), and nothing more for other data, strengths,
-    # label values, or a strength set by with_lam (a Python float). (tol is traced: a
+    # label values, or a strength set by with_strength (a Python float). (tol is traced: a
     # loose one ends the runs early without changing the programs.)
     assert compiled_programs("solve") <= solves + 1 and compiled_programs("sweep") <= sweeps + 1
     solves, sweeps = compiled_programs("solve"), compiled_programs("sweep")
@@ -186,7 +186,7 @@ def test_sweep_equals_solve_and_one_compile_per_shape(entry):
         nsjax.solve(_problem(loss, seed, lam=lam), entry.solver,
                     max_steps=SWEEP_STEPS, tol=LOOSE)
     other = _problem(loss, 3)
-    others = [other.with_lam(0.2)]
+    others = [other.with_strength(0.2)]
     if other.y is not None:  # binary: booleans; multiclass: the indices shifted
         y = np.asarray(other.y)
         relabelled = nsjax.Problem(other.loss, other.reg, other.X,
@@ -209,7 +209,7 @@ def test_reaches_the_cvxpy_optimum_with_valid_gaps(entry, loss, seed):
     # (Seen failing twice: a logistic problem ran the hinge's compiled program, see
     # nsjax.problem.node_types; say enough to find any other cause.)
     assert value == pytest.approx(float(prob.objective(sol.w)), rel=1e-12), (
-        f"lam {float(prob.lam)!r} {sol.result} steps {int(sol.num_steps)} "
+        f"strength {float(prob.strength)!r} {sol.result} steps {int(sol.num_steps)} "
         f"values {np.asarray(sol.history.value[:int(sol.num_steps)])} "
         f"gaps {np.asarray(sol.history.gap[:int(sol.num_steps)])} w {np.asarray(sol.w)}")
     assert abs(value - J_star) <= entry.rtol * J_star

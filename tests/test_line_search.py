@@ -115,9 +115,9 @@ def test_bisection_stops_at_one_kink_left_and_leaves_what_the_search_needs(ties)
     # and no kink strictly between lo and the first kink κ* with F(κ*) ≥ 0 (F in float64
     # numpy, on the sorted kinks). Over these lines it stops both ways: at a stepped-over
     # kink, and short of κ* with no kink in between.
-    from nsjax.solvers.line_search import _bracket_by_bisection, kinks, sup_slope_at_zero
+    from nsjax.solvers.line_search import bracket_by_bisection, kinks, sup_slope_at_zero
 
-    bracket = jax.jit(_bracket_by_bisection)
+    bracket = jax.jit(bracket_by_bisection)
     rng = np.random.default_rng(5)
     stepped_over = stopped_short = 0
     for trial in range(60):

@@ -10,6 +10,7 @@ from reference import random_binary
 import nsjax
 from nsjax import RESULTS
 from nsjax.programs import compiled_programs
+from nsjax.testing import progress_timing
 
 SOLVER = nsjax.solvers.SubLBFGS(memory=10)
 #: For the hinge `_problem` (SubBFGS closes its gap; SubLBFGS stops short of 1e-9 there).
@@ -35,7 +36,7 @@ def test_vmapped_sweep_equals_separate_solves():
     sols = nsjax.sweep(prob, lams, SOLVER, max_steps=200, tol=1e-10, warm_start=False)
     assert sols.w.shape == (8, 8)
     for i, lam in enumerate(lams):
-        one = nsjax.solve(prob.with_lam(lam), SOLVER, max_steps=200, tol=1e-10)
+        one = nsjax.solve(prob.with_strength(lam), SOLVER, max_steps=200, tol=1e-10)
         np.testing.assert_allclose(np.asarray(sols.w[i]), np.asarray(one.w), rtol=1e-8,
                                    atol=1e-10)
         assert int(sols.result[i]) == int(one.result) == RESULTS.successful
@@ -50,7 +51,7 @@ def test_warm_started_path_agrees_with_solves_in_fewer_steps():
     sols = nsjax.sweep(prob, shuffled, SOLVER, max_steps=200, tol=1e-10)
     cold_steps = 0
     for i, lam in enumerate(shuffled):
-        one = nsjax.solve(prob.with_lam(lam), SOLVER, max_steps=200, tol=1e-10)
+        one = nsjax.solve(prob.with_strength(lam), SOLVER, max_steps=200, tol=1e-10)
         assert int(sols.result[i]) == int(one.result) == RESULTS.successful
         gap, one_gap = float(sols.gap[i]), float(one.gap)
         assert abs(float(sols.value[i]) - float(one.value)) <= gap + one_gap + 1e-15
@@ -74,7 +75,7 @@ def test_hinge_sweep_values_within_certified_gaps():
     solver = HINGE_SOLVER
     sols = nsjax.sweep(prob, lams, solver, max_steps=400, tol=1e-9)
     for i, lam in enumerate(lams):
-        one = nsjax.solve(prob.with_lam(lam), solver, max_steps=400, tol=1e-9)
+        one = nsjax.solve(prob.with_strength(lam), solver, max_steps=400, tol=1e-9)
         slack = float(sols.gap[i]) + float(one.gap) + 1e-12
         assert abs(float(sols.value[i]) - float(one.value)) <= slack
         assert slack <= 1e-5
@@ -143,12 +144,11 @@ def test_contract_errors_are_clear():
         nsjax.Problem(nsjax.losses.Hinge(), NoProx(), np.eye(2), [1, -1])
 
 
-def test_progress_reports_every_k_steps_and_changes_nothing(capsys, monkeypatch):
+def test_progress_reports_every_k_steps_and_changes_nothing(capsys):
     prob = _problem()
     quiet = nsjax.solve(prob, HINGE_SOLVER, max_steps=40, tol=1e-12)
-    monkeypatch.setattr(nsjax.loop._Progress, "delay", 0.0)
-    monkeypatch.setattr(nsjax.loop._Progress, "interval", 0.0)
-    loud = nsjax.solve(prob, HINGE_SOLVER, max_steps=40, tol=1e-12, progress=7)
+    with progress_timing(delay=0.0, interval=0.0):  # every report shown, at once
+        loud = nsjax.solve(prob, HINGE_SOLVER, max_steps=40, tol=1e-12, progress=7)
     # The same iterates up to rounding: the callback is another program, whose sums XLA
     # may order otherwise (seen on the padded problem, `nsjax.buckets`), and 40 steps on
     # the hinge's kinks carry that to ~1e-6.

@@ -81,7 +81,7 @@ def test_max_score_is_refused_by_the_dual_schemes():
     prob = nsjax.Problem(MaxScore(), Entropy(0.05), edges(2))
     with pytest.raises(ValueError, match="scheme='primal'"):
         nsjax.solve(prob, nsjax.solvers.AGMEF())
-    with pytest.raises(ValueError, match="AGMEF, AGMEF1"):
+    with pytest.raises(ValueError, match=r"AGMEF\(scheme='primal'\), AGMEF1\(scheme='primal'\)"):
         nsjax.solve(prob, nsjax.solvers.Pragam())
     with pytest.raises(ValueError, match="bias"):
         nsjax.Problem(MaxScore(), Entropy(0.05), edges(2), bias=True)

@@ -169,6 +169,35 @@ def test_exact_line_search_equals_brute_force(kind, seed):
 
 # --- oracles -------------------------------------------------------------------------------
 
+def _pieces(prob, S, kind):
+    """Each example's affine pieces in the scores, as the losses' docstrings define them:
+    their values at S, (n, P), and their gradients times 1/n, (n, P, K). Multiclass: one
+    piece per label z, Δ(z, y_i) + S_z − S_{y_i} with gradient e_z − e_{y_i} (margin
+    rescaling), or Δ(z, y_i) (1 + S_z − S_{y_i}) with Δ(z, y_i) (e_z − e_{y_i}) (slack).
+    Multilabel: one per pair (z, z'), z·K + z', Δ(z', z) + S_z' − S_z with gradient
+    e_z' − e_z for z ∈ Z_i and z' ∉ Z_i or z' = z, −inf for the other pairs."""
+    S = np.asarray(S)
+    n, K = S.shape
+    E = np.eye(K)
+    if kind == "multilabel":
+        Y = np.asarray(prob.y).astype(bool)
+        D = 1.0 - E if prob.loss.delta is None else np.asarray(prob.loss.delta)
+        v = D.T[None] + S[:, None, :] - S[:, :, None]  # [i, z, z'] = Δ(z', z) + S_z' − S_z
+        valid = Y[:, :, None] & (~Y[:, None, :] | E.astype(bool)[None])
+        values = np.where(valid, v, -np.inf).reshape(n, K * K)
+        grads = np.broadcast_to((E[None, :, :] - E[:, None, :]).reshape(K * K, K) / n,
+                                (n, K * K, K))
+        return values, grads
+    y = np.asarray(prob.y)
+    onehot = E[y]
+    D = 1.0 - onehot if prob.loss.delta is None else np.asarray(prob.loss.delta)[:, y].T
+    diff = S - S[np.arange(n), y][:, None]
+    margin = prob.loss.rescaling == "margin"
+    values = D + diff if margin else D * (1.0 + diff)
+    coef = np.ones_like(D) if margin else D
+    return values, coef[:, :, None] * (E[None] - onehot[:, None, :]) / n
+
+
 def _vertex_sup(prob, W, P, vertices_per_example):
     """sup gᵀP over ∂J by enumerating the vertices of each example's subdifferential."""
     best = -np.inf
@@ -199,17 +228,15 @@ def test_oracle_attains_sup_and_is_a_subgradient(kind, seed):
     S, dS = prob.scores(W), prob.scores(P)
     _, u, sup = prob.oracle(W, S, P, dS)
     # Vertices of ∂R: per example, one-hot choices among its worst labels / pairs.
-    values = np.asarray(prob.loss._values(S, prob.y))
+    values, grads = _pieces(prob, S, kind)
     verts = []
     for i in range(n):
         worst = np.flatnonzero(np.isclose(values[i], values[i].max(), rtol=0.0, atol=1e-12))
         opts = []
         for j in worst:
-            pick = np.zeros_like(values)
-            pick[i, j] = 1.0
-            opts.append(np.asarray(prob.loss._score_grad(S, jnp.asarray(pick)) if kind ==
-                                   "multilabel" else prob.loss._score_grad(S, prob.y,
-                                                                           jnp.asarray(pick))))
+            vertex = np.zeros((n, K))
+            vertex[i] = grads[i, j]
+            opts.append(vertex)
         verts.append(opts)
     assert float(sup) == pytest.approx(_vertex_sup(prob, W, P, verts), rel=1e-12, abs=1e-12)
     g = float(prob.lam) * np.asarray(W) + np.asarray(prob.X.rmv(u))
@@ -314,7 +341,7 @@ def test_multiclass_sweep_and_float32():
     solver = nsjax.solvers.BMRM()
     sols = nsjax.sweep(prob, [0.1, 0.01], solver, max_steps=300, tol=1e-9)
     for i, lam in enumerate([0.1, 0.01]):
-        one = nsjax.solve(prob.with_lam(lam), solver, max_steps=300, tol=1e-9)
+        one = nsjax.solve(prob.with_strength(lam), solver, max_steps=300, tol=1e-9)
         slack = float(one.gap) + float(sols.gap[i]) + 1e-12
         assert abs(float(sols.value[i]) - float(one.value)) <= slack <= 1e-8
     p32 = nsjax.Problem(MC(), L2(0.1), X, y, dtype=np.float32)

@@ -144,7 +144,7 @@ def test_appendix_b_synthetic_reaches_error_1e_10():
     X, y = nsjax.datasets.oba_synthetic(500, seed=0)
     prob = nsjax.Problem(nsjax.losses.Logistic(), nsjax.regularizers.L1(1e-3), X, y)
     for mu, max_backups in [(1e-3, 0), (2e-3, 3)]:
-        sol = nsjax.solve(prob.with_lam(mu), OBA(), tol=1e-11, max_steps=200)
+        sol = nsjax.solve(prob.with_strength(mu), OBA(), tol=1e-11, max_steps=200)
         assert sol.result == RESULTS.successful
         lower = float(sol.value) - float(sol.gap)
         error = nsjax.datasets.relative_function_error(float(sol.value), lower)
@@ -288,7 +288,7 @@ def test_sweep_equals_separate_solves():
     mus = [1e-2, 1e-3]
     sols = nsjax.sweep(prob, mus, OBA(), tol=1e-9)
     for i, mu in enumerate(mus):
-        one = nsjax.solve(prob.with_lam(mu), OBA(), tol=1e-9)
+        one = nsjax.solve(prob.with_strength(mu), OBA(), tol=1e-9)
         assert one.result == RESULTS.successful and int(sols.result[i]) == RESULTS.successful
         scale = max(1.0, abs(float(one.value)))
         assert abs(float(sols.value[i]) - float(one.value)) <= 1e-8 * scale

@@ -20,8 +20,8 @@ import pytest
 
 import nsjax
 from nsjax.programs import compiled_programs
-from nsjax.solvers import _options
-from nsjax.solvers._options import MAX_COUNT, OptionTypeError
+from nsjax.solvers import MAX_COUNT, OptionTypeError
+from nsjax.testing import machine_memory
 
 S = nsjax.solvers
 NAN, INF = float("nan"), float("inf")
@@ -39,10 +39,11 @@ def _compiled():
     return compiled_programs()
 
 
-#: Every exported class with options: solvers and their parts.
+#: Every exported class with options: solvers and their parts (not `Takes`, a solver's
+#: declaration of what it takes, written by the solver's author, not a user's option).
 CLASSES = [getattr(S, name) for name in S.__all__
            if isinstance(getattr(S, name), type) and dataclasses.is_dataclass(getattr(S, name))
-           and dataclasses.fields(getattr(S, name))]
+           and dataclasses.fields(getattr(S, name)) and getattr(S, name) is not S.Takes]
 
 
 def _kind(field) -> str:
@@ -235,10 +236,6 @@ def test_sizes_are_refused_before_compiling(solver, prob, match):
     assert re.search(r": use (memory|m|capacity) <= \d+\.$", message), message
 
 
-def _machine(monkeypatch, size):
-    monkeypatch.setattr(_options, "memory_available", lambda: (size, "of memory"))
-
-
 def _largest(message):
     return int(re.search(r"<= (\d+)\.$", message).group(1))
 
@@ -249,15 +246,15 @@ def _largest(message):
     (lambda v: S.Hybrid(bmrm=S.BMRM(line_search="exact", capacity=v)), "capacity", HINGE),
     (lambda v: S.OWLQN(memory=v), "memory", L1_LOGISTIC),
 ], ids=["SubLBFGS", "BMRM", "Hybrid", "OWLQN"])
-def test_the_largest_size_named_fits_and_one_more_does_not(monkeypatch, make, option, prob):
-    _machine(monkeypatch, 10**6)  # a 1 MB machine
-    with pytest.raises(ValueError, match=rf": use {option} <= \d+\.$") as raised:
-        make(10**5).check(prob)
-    largest = _largest(str(raised.value))
-    assert 2 <= largest < 10**5
-    make(largest).check(prob)  # fits
-    with pytest.raises(ValueError, match=f"{option}={largest + 1} needs"):
-        make(largest + 1).check(prob)
+def test_the_largest_size_named_fits_and_one_more_does_not(make, option, prob):
+    with machine_memory(10**6):  # a 1 MB machine
+        with pytest.raises(ValueError, match=rf": use {option} <= \d+\.$") as raised:
+            make(10**5).check(prob)
+        largest = _largest(str(raised.value))
+        assert 2 <= largest < 10**5
+        make(largest).check(prob)  # fits
+        with pytest.raises(ValueError, match=f"{option}={largest + 1} needs"):
+            make(largest + 1).check(prob)
 
 
 def test_sizes_that_fit_are_accepted():
@@ -278,40 +275,39 @@ def test_formula_counts_what_the_buffers_hold():
     assert held == S.LBFGSMemory(m).nbytes(HINGE)
 
 
-def test_dense_matrix_too_large_points_to_sublbfgs(monkeypatch):
-    _machine(monkeypatch, 100)
-    with pytest.raises(ValueError, match=r"^SubBFGS: memory=DenseBFGSMemory\(\) needs 3 x 3\^2 "
-                                         r".*use SubLBFGS"):
+def test_dense_matrix_too_large_points_to_sublbfgs():
+    with machine_memory(100), pytest.raises(
+            ValueError, match=r"^SubBFGS: memory=DenseBFGSMemory\(\) needs 3 x 3\^2 "
+                              r".*use SubLBFGS"):
         S.SubBFGS().check(HINGE)
 
 
-def test_hybrid_counts_both_phases(monkeypatch):
+def test_hybrid_counts_both_phases():
     """A bundle that fits alone is refused next to a subLBFGS memory that takes the rest."""
     bmrm = S.BMRM(line_search="exact", capacity=16)
     sub = S.SubLBFGS(memory=200)
-    _machine(monkeypatch, bmrm.nbytes(HINGE) + sub.quasi_newton_memory().nbytes(HINGE) - 1)
-    bmrm.check(HINGE)
-    sub.check(HINGE)
-    with pytest.raises(ValueError, match=r"of which .* go to the subLBFGS phase's memory: use "
-                                         r"capacity <= 15\.$"):
-        S.Hybrid(sublbfgs=sub, bmrm=bmrm).check(HINGE)
+    with machine_memory(bmrm.nbytes(HINGE) + sub.quasi_newton_memory().nbytes(HINGE) - 1):
+        bmrm.check(HINGE)
+        sub.check(HINGE)
+        with pytest.raises(ValueError, match=r"of which .* go to the subLBFGS phase's memory: "
+                                             r"use capacity <= 15\.$"):
+            S.Hybrid(sublbfgs=sub, bmrm=bmrm).check(HINGE)
 
 
-def test_vmapped_lanes_count_one_state_each(monkeypatch):
+def test_vmapped_lanes_count_one_state_each():
     """A memory that fits once is refused for a vmapped sweep or a batch of 8 lanes, and
     accepted for the warm-started sweep (a scan: one state at a time)."""
     sub = S.SubLBFGS(memory=100)
-    _machine(monkeypatch, 4 * sub.quasi_newton_memory().nbytes(HINGE))
-    sub.check(HINGE)
-    before = _compiled()
-    lams = np.geomspace(1.0, 1e-3, 8)
-    with pytest.raises(ValueError, match=r"in each of 8 lanes .*: use memory <= \d+\.$"):
-        nsjax.sweep(HINGE, lams, sub, warm_start=False)
-    with pytest.raises(ValueError, match=r"in each of 8 lanes"):
-        nsjax.solve_batch([HINGE] * 8, sub)
-    assert _compiled() == before
-    with _options.lanes(1):
+    with machine_memory(4 * sub.quasi_newton_memory().nbytes(HINGE)):
         sub.check(HINGE)
+        before = _compiled()
+        lams = np.geomspace(1.0, 1e-3, 8)
+        with pytest.raises(ValueError, match=r"in each of 8 lanes .*: use memory <= \d+\.$"):
+            nsjax.sweep(HINGE, lams, sub, warm_start=False)
+        with pytest.raises(ValueError, match=r"in each of 8 lanes"):
+            nsjax.solve_batch([HINGE] * 8, sub)
+        assert _compiled() == before
+        S.check(sub, HINGE, lanes=1)  # the warm-started sweep's count
 
 
 def test_device_memory_is_used_where_the_device_reports_it(monkeypatch):
@@ -322,13 +318,13 @@ def test_device_memory_is_used_where_the_device_reports_it(monkeypatch):
             return {"bytes_limit": 12345, "bytes_in_use": 0}
 
     monkeypatch.setattr(jax, "devices", lambda *a: [Device()])
-    assert _options.memory_available() == (12345, "of GPU memory")
+    assert S.memory_available() == (12345, "of GPU memory")
     with pytest.raises(ValueError, match=r"this machine has 12.3 kB of GPU memory"):
         S.BMRM(capacity=1000).check(HINGE)
 
 
 def test_host_memory_otherwise():
-    size, where = _options.memory_available()
+    size, where = S.memory_available()
     if jax.devices()[0].platform == "cpu":
         host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         assert (size, where) == (host, "of memory")

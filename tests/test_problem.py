@@ -261,7 +261,7 @@ def test_nearby_sparse_matrices_share_one_compiled_solve():
     # Three 300 x 40 matrices of density 0.1 (cross-validation folds, say): their layouts
     # need 409-412 chunks by row and 91-93 by column, rounded up to 416 and 96 (all-zero
     # chunks of the last row), and nnz is no part of the program, so they compile once.
-    from nsjax.data import _chunk_width
+    from nsjax.data import chunk_width
 
     solver = nsjax.solvers.BMRM(capacity=16)
     raw, compiled = set(), None
@@ -271,7 +271,7 @@ def test_nearby_sparse_matrices_share_one_compiled_solve():
         prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(0.01), X, y)
         for M, part in ((X, prob.X.by_row), (X.T.tocsr(), prob.X.by_col)):
             counts = np.diff(M.indptr)
-            raw.add(int(np.sum(-(-counts // _chunk_width(counts)))))
+            raw.add(int(np.sum(-(-counts // chunk_width(counts)))))
             assert part.owner.shape[0] in (416, 96)
         assert prob.X.nnz == X.nnz
         sol = nsjax.solve(prob, solver, tol=1e-8)

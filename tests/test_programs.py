@@ -19,6 +19,7 @@ import nsjax
 import nsjax.programs as programs
 from nsjax import buckets
 from nsjax.programs import compiled_programs
+from nsjax.testing import isolated_programs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,17 +49,11 @@ def _hinge(seed=0, n=40, d=5):
     return nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(lam), X, y), X, y, lam
 
 
-def _count_compiles(monkeypatch):
-    """Count `Program._compile` calls (programs traced and compiled, not loaded)."""
-    calls = []
-    compile_ = programs.Program._compile
-
-    def counted(self, *args):
-        calls.append(self.__name__)
-        return compile_(self, *args)
-
-    monkeypatch.setattr(programs.Program, "_compile", counted)
-    return calls
+def _compiles(since=(0, 0)):
+    """Programs traced and compiled (not loaded) since ``since``, in all and of
+    `nsjax.solve` (`nsjax.programs.compile_count`); with no argument, a starting point."""
+    return (programs.compile_count() - since[0],
+            programs.compile_count("solve") - since[1])
 
 
 # -- compile options by size ---------------------------------------------------------------
@@ -88,25 +83,25 @@ def test_problems_compile_by_size_to_the_same_solution(monkeypatch):
 
 def test_an_option_xla_does_not_know_is_left_out(cache, monkeypatch):
     monkeypatch.setattr(programs, "FAST_COMPILE", {"xla_no_such_option_in_any_xla": 1})
-    monkeypatch.setattr(programs, "_refused", set())
     prob, X, y, lam = _hinge(8)
-    assert "xla_no_such_option_in_any_xla" in programs.compile_options(prob)
-    sol = nsjax.solve(prob, nsjax.solvers.BMRM(), tol=1e-10)  # compiled without it
-    assert sol.result == nsjax.RESULTS.successful
-    assert float(sol.value) == pytest.approx(cvxpy_optimum(X, y, lam, loss="hinge")[0],
-                                             rel=1e-9)
-    assert programs.compile_options(prob) == {}  # the options of a refused compile
-    assert not programs.is_small(prob)
+    with isolated_programs():  # (the options refused here are not refused after the test)
+        assert "xla_no_such_option_in_any_xla" in programs.compile_options(prob)
+        sol = nsjax.solve(prob, nsjax.solvers.BMRM(), tol=1e-10)  # compiled without it
+        assert sol.result == nsjax.RESULTS.successful
+        assert float(sol.value) == pytest.approx(cvxpy_optimum(X, y, lam, loss="hinge")[0],
+                                                 rel=1e-9)
+        assert programs.compile_options(prob) == {}  # the options of a refused compile
+        assert not programs.is_small(prob)
 
 
-def test_a_solve_under_jit_or_vmap_runs_in_the_outer_program(monkeypatch):
+def test_a_solve_under_jit_or_vmap_runs_in_the_outer_program():
     prob, *_ = _hinge()
-    calls = _count_compiles(monkeypatch)
+    start = _compiles()
     solver = nsjax.solvers.LineSearchBMRM()
     value = jax.jit(lambda p: nsjax.solve(p, solver, tol=1e-10).value)(prob)
-    values = jax.vmap(lambda lam: nsjax.solve(prob.with_lam(lam), solver, tol=1e-10).value)(
+    values = jax.vmap(lambda lam: nsjax.solve(prob.with_strength(lam), solver, tol=1e-10).value)(
         jax.numpy.asarray([prob.lam, 2 * prob.lam]))
-    assert calls == []  # neither compiled nor stored as nsjax's own program
+    assert _compiles(start) == (0, 0)  # neither compiled nor stored as nsjax's own program
     top = nsjax.solve(prob, solver, tol=1e-10).value
     assert float(value) == pytest.approx(float(top), rel=1e-9)
     assert float(values[0]) == pytest.approx(float(top), rel=1e-9)
@@ -140,23 +135,23 @@ def test_where_the_cache_is(monkeypatch, tmp_path):
         programs.reset_cache_dir()
 
 
-def test_a_program_is_stored_and_loaded_instead_of_compiled(cache, monkeypatch):
+def test_a_program_is_stored_and_loaded_instead_of_compiled(cache):
     prob, *_ = _hinge(2, 30, 4)
-    calls = _count_compiles(monkeypatch)
+    start = _compiles()
     first = nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), max_steps=OWN_STEPS[0],
                         tol=1e-9)
-    assert calls == ["_run"] and len(list(cache.glob("*.nsjaxprog"))) == 1
+    assert _compiles(start) == (1, 1) and len(list(cache.glob("*.nsjaxprog"))) == 1
     programs.drop_loaded()
     again = nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), max_steps=OWN_STEPS[0],
                         tol=1e-9)
-    assert calls == ["_run"]  # loaded from the disk
+    assert _compiles(start) == (1, 1)  # loaded from the disk
     np.testing.assert_array_equal(first.w, again.w)
     assert float(first.gap) == float(again.gap)
 
 
-def test_a_corrupt_or_foreign_entry_is_compiled_again(cache, monkeypatch):
+def test_a_corrupt_or_foreign_entry_is_compiled_again(cache):
     prob, *_ = _hinge(3, 30, 4)
-    calls = _count_compiles(monkeypatch)
+    start = _compiles()
     good = nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(), max_steps=OWN_STEPS[1],
                         tol=1e-9)
     (entry,) = cache.glob("*.nsjaxprog")
@@ -167,7 +162,7 @@ def test_a_corrupt_or_foreign_entry_is_compiled_again(cache, monkeypatch):
                         tol=1e-9)
         np.testing.assert_array_equal(sol.w, good.w)
         assert entry.stat().st_size > 1000  # written anew
-    assert len(calls) == 4
+    assert _compiles(start)[0] == 4
 
 
 def test_the_cache_directory_stays_within_its_size(cache, monkeypatch):
@@ -181,14 +176,14 @@ def test_the_cache_directory_stays_within_its_size(cache, monkeypatch):
     assert not (cache / "left.tmp").exists()
 
 
-def test_an_unwritable_cache_warns_once_and_solves(monkeypatch, tmp_path):
+def test_an_unwritable_cache_warns_once_and_solves(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     programs.set_cache_dir(blocker / "cache")
-    monkeypatch.setattr(programs, "_warned_write", False)
     try:
         prob, *_ = _hinge(5, 30, 4)
-        with pytest.warns(RuntimeWarning, match="NSJAX_CACHE_DIR"):  # (a program of its own)
+        # (A program of its own; the warning comes once per process: none given yet here.)
+        with isolated_programs(), pytest.warns(RuntimeWarning, match="NSJAX_CACHE_DIR"):
             sol = nsjax.solve(prob, nsjax.solvers.BMRM(), max_steps=OWN_STEPS[4])
         assert sol.result == nsjax.RESULTS.successful
     finally:
@@ -199,14 +194,11 @@ _CHILD = """
 import json, sys, jax
 jax.config.update("jax_enable_x64", True)
 import nsjax, nsjax.programs as programs
-compiled = []
-compile_ = programs.Program._compile
-programs.Program._compile = lambda self, *a: compiled.append(1) or compile_(self, *a)
 X, y = nsjax.datasets.breast_cancer()
 prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-3), X[:200, :10], y[:200],
                      bias=True)
 sol = nsjax.solve(prob, tol=1e-8)
-print(json.dumps({"compiled": len(compiled), "w": [float(v) for v in sol.w],
+print(json.dumps({"compiled": programs.compile_count(), "w": [float(v) for v in sol.w],
                   "result": sol.result.name}))
 """
 
@@ -241,21 +233,26 @@ def test_concurrent_processes_share_the_cache_and_a_later_one_loads(tmp_path):
 # -- bounded in memory ----------------------------------------------------------------------
 
 def _mappings():
-    return programs._mappings() or 0
+    """The memory mappings this process holds (Linux), else 0."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return 0
 
 
 def test_loaded_programs_are_bounded_and_a_dropped_one_is_loaded_again(cache, monkeypatch):
     monkeypatch.setattr(programs, "MAX_LOADED_MAPPINGS", 1)  # one program at a time
     monkeypatch.setattr(programs, "MAX_LOADED", 1)
     monkeypatch.setattr(buckets, "PAD_LIMIT", 0)  # every shape its own program
-    calls = _count_compiles(monkeypatch)
+    start = _compiles()
     sols = {}
     for d in (3, 4, 5, 3):
         prob, *_ = _hinge(6, 30, d)
         sols.setdefault(d, []).append(nsjax.solve(prob, nsjax.solvers.LineSearchBMRM(),
                                                   max_steps=OWN_STEPS[0]))
         assert programs.loaded_count() == 1
-    assert len(calls) == 3  # d = 3 the second time: loaded from the disk
+    assert _compiles(start)[0] == 3  # d = 3 the second time: loaded from the disk
     np.testing.assert_array_equal(sols[3][0].w, sols[3][1].w)
 
 
@@ -345,14 +342,14 @@ def test_nearby_shapes_share_one_program_in_solve_sweep_and_batch(cache):
     for prob in probs:
         nsjax.solve(prob, solver)
         nsjax.sweep(prob, [0.1, 0.01], solver)
-        nsjax.solve_batch([prob, prob.with_lam(0.5)], solver)
+        nsjax.solve_batch([prob, prob.with_strength(0.5)], solver)
         counts.append((compiled_programs("solve"), compiled_programs("sweep")))
     assert counts[0] == counts[1] == counts[2]
     sols = nsjax.sweep(probs[1], [0.1, 0.01], solver)
     assert sols.w.shape == (2, 9)
-    batch = nsjax.solve_batch([probs[1], probs[1].with_lam(0.5)], solver)
+    batch = nsjax.solve_batch([probs[1], probs[1].with_strength(0.5)], solver)
     assert batch.w.shape == (2, 9)
-    one = nsjax.solve(probs[1].with_lam(0.5), solver)
+    one = nsjax.solve(probs[1].with_strength(0.5), solver)
     np.testing.assert_allclose(batch.w[1], one.w, rtol=1e-6, atol=1e-8)
 
 

@@ -16,8 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from nsjax import testing
 from nsjax.projections import (
-    _box_section,
     elastic_net_ball_support,
     project_box_section,
     project_capped_simplex,
@@ -32,9 +32,9 @@ N = 12
 PATHS = (32, 1, 0)
 
 
-# newton_steps is traced: one compilation serves every path. (_box_section is
-# project_box_section that also tells which passes it made.)
-box_section = jax.jit(_box_section)
+# newton_steps is traced: one compilation serves every path. (`nsjax.testing.box_section`
+# is project_box_section that also tells which passes it made.)
+box_section = jax.jit(testing.box_section)
 capped = jax.jit(project_capped_simplex)
 
 

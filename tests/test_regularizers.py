@@ -104,9 +104,9 @@ def test_l2_against_closed_forms_and_brute_force():
 def test_any_regularizer_is_accepted_and_its_strength_sweeps():
     X, y, _ = random_binary(0, 30, 4)
     prob = nsjax.Problem(nsjax.losses.Hinge(), AbsL1(0.1), X, y)
-    assert float(prob.lam) == pytest.approx(0.1) and prob.reg.mu.dtype == prob.dtype
+    assert float(prob.strength) == pytest.approx(0.1) and prob.reg.mu.dtype == prob.dtype
     unregularized = nsjax.Problem(nsjax.losses.Hinge(), None, X, y)
-    assert float(prob.with_lam(0.5).objective(jnp.ones(4))) == pytest.approx(
+    assert float(prob.with_strength(0.5).objective(jnp.ones(4))) == pytest.approx(
         0.5 * 4 + float(unregularized.objective(jnp.ones(4))))
     # sweep varies the strength lane by lane: each lane's J is its own μ‖w‖₁ + R.
     mus = [0.01, 0.3]

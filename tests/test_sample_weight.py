@@ -108,7 +108,7 @@ def test_ones_are_the_unweighted_problem_and_a_constant_rescales_lambda():
     # c = 2 everywhere: J_2(w; λ) = 2 J(w; λ/2).
     twos = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(LAM), X, y,
                          sample_weight=np.full(N, 2.0))
-    half = plain.with_lam(LAM / 2)
+    half = plain.with_strength(LAM / 2)
     assert float(twos.objective(w)) == pytest.approx(2 * float(half.objective(w)), rel=1e-14)
     # Dual values of the weighted problem are lower bounds: at the subgradient of any w.
     for prob in (ones, twos):

@@ -205,16 +205,37 @@ def test_bad_parameters_say_what_to_do(params, match):
         LinearSVC(**params).fit(X, y)
 
 
-def test_l1_ratio_and_C_choose_the_penalty():
+class _Built(Exception):
+    """Raised in place of `nsjax.solve`: the fit stops once its problem is built."""
+
+
+def _penalty_of_fit(monkeypatch, estimator, X, y):
+    """The regularizer of the coefficients in the problem ``estimator.fit(X, y)`` solves
+    first (caught at `nsjax.solve`, before anything is compiled)."""
+    problems = []
+
+    def built(problem, *args, **kwargs):
+        problems.append(problem)
+        raise _Built
+
+    with monkeypatch.context() as m:
+        m.setattr(nsjax, "solve", built)
+        with pytest.raises(_Built):
+            estimator.fit(X, y)
+    return problems[0].coefficient_reg
+
+
+def test_l1_ratio_and_C_choose_the_penalty(monkeypatch):
     X, y = nsjax.datasets.breast_cancer()
-    n = X.shape[0]
+    n = X.shape[0]  # λ = 1/(C n) = 1/(2n)
     for rho, kind in [(0.0, nsjax.regularizers.L2), (1.0, nsjax.regularizers.L1),
                       (0.5, nsjax.regularizers.ElasticNet)]:
-        assert isinstance(LogisticRegression(C=2.0, l1_ratio=rho)._regularizer(1 / (2 * n)),
-                          kind)
-    net = LogisticRegression(C=2.0, l1_ratio=0.25)._regularizer(1 / (2 * n))
-    assert (net.mu, net.lam) == pytest.approx((0.25 / (2 * n), 0.75 / (2 * n)))
-    assert LogisticRegression(C=np.inf)._strength(n, np.float64) == 0.0  # no penalty
+        assert isinstance(_penalty_of_fit(monkeypatch, LogisticRegression(C=2.0, l1_ratio=rho),
+                                          X, y), kind)
+    net = _penalty_of_fit(monkeypatch, LogisticRegression(C=2.0, l1_ratio=0.25), X, y)
+    assert (float(net.mu), float(net.lam)) == pytest.approx((0.25 / (2 * n), 0.75 / (2 * n)))
+    none = _penalty_of_fit(monkeypatch, LogisticRegression(C=np.inf), X, y)
+    assert float(none.lam) == 0.0  # no penalty
     # With an L1 part the intercept is a weight on a constant column, and OBA's zeros stay.
     sparse = LogisticRegression(C=0.01, l1_ratio=1.0, tol=1e-8).fit(X, y)
     assert 0 < int(np.sum(sparse.coef_ != 0)) < 30

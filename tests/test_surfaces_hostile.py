@@ -188,7 +188,7 @@ def test_the_gradient_through_a_sweep_matches_each_solve_and_differences():
     grad = jax.grad(lambda lams: nsjax.sweep(prob, lams, tol=1e-12).w.sum())(lams)
 
     def one(lam):
-        return nsjax.solve(prob.with_lam(lam), tol=1e-12).w.sum()
+        return nsjax.solve(prob.with_strength(lam), tol=1e-12).w.sum()
 
     np.testing.assert_allclose(grad, [jax.grad(one)(lam) for lam in lams], rtol=1e-6)
     h = 1e-5

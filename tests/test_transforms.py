@@ -86,7 +86,7 @@ def test_solve_batch_refuses_mixed_problems():
         with pytest.raises(ValueError, match="problems\\[1\\]"):
             nsjax.solve_batch([a, other], SOLVER)
     with pytest.raises(ValueError, match="lam > 0"):  # every member is checked
-        nsjax.solve_batch([a, a.with_lam(0.0)], SOLVER)
+        nsjax.solve_batch([a, a.with_strength(0.0)], SOLVER)
     with pytest.raises(ValueError, match="stacked dense"):
         nsjax.solve_batch(a, SOLVER)
     # Label values do not matter: {0, 1} and {-1, 1} problems batch (and compile) together.

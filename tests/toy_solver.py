@@ -9,13 +9,12 @@ subgradients u_1..u_t, so ū_t is a dual point and D(ū_t) ≤ min J certifies t
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from nsjax.problem import is_traced
-from nsjax.solvers import Core, Solver, solver_options
+from nsjax.solvers import Core, Solver, Takes, solver_options
 from nsjax.solvers.base import count, counters
 
 
@@ -33,12 +32,13 @@ class ToyState(NamedTuple):
 class AveragedSubgradient(Solver):
     """Subgradient descent with step 1/(λt) and the averaged iterate (a test solver)."""
 
+    #: The L2 regularizer with λ > 0 (its step is 1/(λt)), declared once.
+    takes: ClassVar[Takes] = Takes(regularizer="l2", positive_strength=True)
+
     def check(self, problem):
-        if not (problem.quadratic_regularizer and problem.has_conjugate):
-            raise ValueError("AveragedSubgradient needs the L2 regularizer and a loss with a "
-                             "conjugate (for its dual point).")
-        if not is_traced(problem.lam) and not float(problem.lam) > 0:
-            raise ValueError("AveragedSubgradient needs lam > 0 (its step is 1/(lam t)).")
+        if not problem.has_conjugate:
+            raise ValueError("AveragedSubgradient needs a loss with a conjugate (for its dual "
+                             "point).")
 
     def init(self, problem, w0):
         S = problem.scores(w0)

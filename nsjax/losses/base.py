@@ -45,7 +45,9 @@ References: see docs/references.md.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -53,17 +55,55 @@ import jax.numpy as jnp
 from nsjax.losses.labels import check_length
 from nsjax.projections import box_section_in_range
 
+#: The optional methods of the loss interface (module docstring): a loss gives those it can,
+#: and `Loss.provides` says which (the problem's oracles and the solvers ask it, never probe).
+OPTIONAL = ("lines", "conjugate", "score_cut", "dual_scale_limit", "center_dual",
+            "dual_certificate", "curvature", "risk_change", "smoothed", "smoothed_dual",
+            "smoothing_term")
 
-class Loss:
-    """Base of every loss: no labels (``y=None``) and one score per example by default."""
+
+class Loss(abc.ABC):
+    """Base of every loss: no labels (``y=None``) and one score per example by default.
+
+    Subclasses give ``risk``, ``dscores`` and ``argsup`` and any of the optional methods
+    named in `OPTIONAL` (module docstring)."""
 
     #: True where R is differentiable (the orthant-wise L1 solvers need it).
-    smooth = False
+    smooth: ClassVar[bool] = False
+    #: The structured dual a Nesterov solver runs on (`nsjax.solvers.pragam`): "svm" for
+    #: the binary hinge (its box, Saha et al. 2009, eq. 21), "chain" for `ChainHinge`'s
+    #: marginals, None for none.
+    dual_form: ClassVar[str | None] = None
+    #: Per-example weights (`Weighted` losses hold them as a field), or None.
+    weights = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._provided = frozenset(name for name in OPTIONAL if callable(getattr(cls, name, None)))
+
+    def provides(self, name: str) -> bool:
+        """Whether the loss gives the optional method ``name`` (one of `OPTIONAL`)."""
+        if name not in OPTIONAL:
+            raise ValueError(f"{name!r} is not an optional method of a loss; those are "
+                             f"{', '.join(OPTIONAL)}.")
+        return name in self._provided
+
+    @abc.abstractmethod
+    def risk(self, S, y):
+        """The empirical risk R(S), a scalar."""
+
+    @abc.abstractmethod
+    def dscores(self, S, y):
+        """An element u of ∂R(S), shaped like S."""
+
+    @abc.abstractmethod
+    def argsup(self, S, dS, y):
+        """The u in ∂R(S) maximizing ⟨u, dS⟩ (Yu et al. 2010, eqs. 22–23, in score space)."""
 
     @property
     def has_lines(self) -> bool:
         """Whether the loss gives its lines, so the exact line search applies."""
-        return hasattr(self, "lines")
+        return self.provides("lines")
 
     def encode_labels(self, y, n, dtype, classes=None):
         """(labels as the loss uses them, class values or None). This default keeps y (if
@@ -102,9 +142,8 @@ def snap_to_max(b: jax.Array) -> jax.Array:
 
 def near_max(b: jax.Array) -> jax.Array:
     """Where `snap_to_max(b)` equals its row's maximum: the entries within `active_tol` of
-    it. One reduction: XLA on CPUs recomputed the snap's row maximum per entry inside the
-    second one (`snap_to_max(b) == max(snap_to_max(b))`: 2.7 ms against 1.1 ms at
-    16,000 × 26)."""
+    it. One reduction: in `snap_to_max(b) == max(snap_to_max(b))` XLA on CPUs recomputes
+    the snap's row maximum per entry inside the second one."""
     top = jnp.max(b, axis=-1, keepdims=True)
     return (top - b <= active_tol(top)) | (b == top)  # b == top: rows of −inf only
 
@@ -118,8 +157,8 @@ def row_argmax(x: jax.Array) -> jax.Array:
 
     On CPUs, for K ≤ `ROW_ARGMAX_UNROLL`, as K − 1 comparisons of whole columns: XLA's CPU
     backend runs a (value, index) reduction over a short minor axis fused with its producer
-    one element at a time, and the multiclass oracle's argmax (16,000 × 26 rates) took 0.9
-    ms that way against 0.3 ms by columns. Elsewhere `jnp.argmax` (the same indices).
+    one element at a time, which is slower than comparing whole columns. Elsewhere
+    `jnp.argmax` (the same indices).
     """
     if x.shape[1] > ROW_ARGMAX_UNROLL:
         return jnp.argmax(x, axis=1)

@@ -17,10 +17,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-#: CGLS stops where ‖Aᵀr‖ has fallen to FLOOR · eps of its start. At 1 · eps, a fit that
-#: had converged to rounding in 2 steps on a dense X missed the floor by rounding on the
-#: same X held sparse (another LLVM code generation) and ran 48 more steps on rounding
-#: noise: the multiclass certificate moved by 1.7e-5 (of 7.9e-3). 4 · eps was enough there.
+#: CGLS stops where ‖Aᵀr‖ has fallen to FLOOR · eps of its start. Near 1 · eps a fit that
+#: has converged to rounding meets the floor or not by the rounding of its products (the
+#: same X dense or sparse is compiled differently), and one that misses it runs on rounding
+#: noise and moves the certificate; 16 · eps leaves a margin.
 FLOOR = 16.0
 
 

@@ -27,6 +27,7 @@ References: see docs/references.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -109,6 +110,8 @@ class ChainHinge(MulticlassLabels, Loss):
     """
 
     length: int = field(metadata=dict(static=True))
+    #: The dual `nsjax.solvers.Pragam` runs on: the chains' marginal polytope.
+    dual_form: ClassVar[str] = "chain"
 
     def prepare(self, n, num_outputs, dtype):
         if not isinstance(self.length, int) or self.length < 1:

@@ -232,9 +232,9 @@ class F1Loss(BinaryLabels, Loss):
     by row over the smaller class ((min(n₊, n₋) + 1)(n + 2) exponentials, O(n) memory); the
     gradient is reverse-mode autodiff of that scan (which is the backward programme,
     Algorithm 6) and a hand-written pass for the grid. Time O(n²): n(n + 2) log-space
-    additions (2–4 s at n = 20,000 in float64 on a 2-core CPU for the value, 7–10 s with the
-    gradient); memory O(n) for the value, O(n^1.5) for the gradient (block checkpointing:
-    about 120 MB at n = 20,000 in float64).
+    additions (the gradient adds a forward pass and the backward one); memory O(n) for the
+    value, O(n^1.5) for the gradient (block checkpointing: about 120 MB at n = 20,000 in
+    float64).
 
     Example:
         >>> import jax, jax.numpy as jnp

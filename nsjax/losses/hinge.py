@@ -6,6 +6,7 @@ References: see docs/references.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +34,8 @@ class Hinge(BinaryLabels, Weighted, Loss):
 
     #: Per-example weights c (``Problem(..., sample_weight=c)``), or None.
     weights: jax.Array | None = None
+    #: The dual the Nesterov solvers run on: the box of eq. 21 of Saha et al. (2009).
+    dual_form: ClassVar[str] = "svm"
 
     def margins(self, S, y):
         """1 − y S, snapped to exactly 0 within `active_tol` (the margin set M)."""

@@ -109,7 +109,7 @@ class MulticlassHinge(MulticlassLabels, Weighted, Loss):
         rate = jnp.where(near_max(self._values(S, y)), self._slopes(S, dS, y), -jnp.inf)
         z = row_argmax(rate)
         # `_score_grad` of the one-hot pick, written out: coef_z (e_z − e_{z_i}) per example.
-        # The same numbers, without its sum over labels (on CPUs a third of the oracle).
+        # The same numbers, without its sum over labels (on CPUs a large part of the oracle).
         labels = jnp.arange(S.shape[1])
         e = (labels == z[:, None]).astype(S.dtype) - (labels == y[:, None]).astype(S.dtype)
         if self.rescaling == "slack":

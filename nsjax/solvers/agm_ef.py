@@ -51,6 +51,14 @@ J_μ(w_k) − D_μ(α_k), the quantity of Theorem 10 that decays linearly when �
 The third scheme of Sec. 5, decreasing smoothness (Sec. 5.2: the excessive gap technique),
 is `nsjax.solvers.Pragam`; AGM-EF-1 (Alg. 3–4) is `nsjax.solvers.AGMEF1`.
 
+Each scheme is an object holding its maps (`nsjax.solvers.agm_ef_schemes`, where their
+contract is written): `DualScheme`, and `PrimalScheme` with its variants in the entropy
+geometry (`EntropyScheme`) and under a constraint (`ConstrainedScheme`), the primal
+scheme's f chosen by the loss's declared capabilities (`PrimalRisk`: the smoothed hinge, a
+smooth loss, a loss's own smoothing). The option ``scheme`` names the class (`SCHEMES`),
+`AGMEF.scheme_for` builds its object for a problem, and the loops of Alg. 1–4 call its maps
+without branching on the scheme, the regularizer or the loss.
+
 In the entropy geometry the first L is σ_max(X)²/μ, an upper bound on the constant in
 ‖·‖₁ (max_j ‖X_{:j}‖²/μ ≤ σ_max(X)²/μ), not the optimistic estimate Alg. 2 asks for: each
 step divides it by γ_d, so it falls to the right scale within a few steps. A caller's w⁰
@@ -66,59 +74,22 @@ References:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, NamedTuple
+import dataclasses
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses import Hinge
 from nsjax.problem import is_traced
 from nsjax.solvers._options import Options, solver_options
+from nsjax.solvers.agm_ef_schemes import SCHEMES, Scheme
+from nsjax.solvers.agm_ef_schemes import WEIGHT_FLOOR as WEIGHT_FLOOR  # (re-exported)
 from nsjax.solvers.base import Core, Solver, count, counters
-from nsjax.solvers.svm_dual import (
-    check_lipschitz_options,
-    check_svm_problem,
-    project_dual,
-    smoothed_hinge,
-    spectral_norm_sq,
-    svm_dual_value,
-    top_eigenpair,
-    with_best_bias,
-)
+from nsjax.solvers.capabilities import Takes
+from nsjax.solvers.svm_dual import SVM_TAKES, check_lipschitz_options
 
-SCHEMES = ("dual", "primal")
 PROX_FUNCTIONS = ("uniform", "optimized")
-#: The optimized prox-function's weights bᵢ² = |xᵢᵀv*| are floored at this fraction of their
-#: mean: an example orthogonal to v* would get bᵢ = 0, a hinge left unsmoothed (L = ∞).
-WEIGHT_FLOOR = 1e-2
 MAX_RAISES = 64  # raises of L within one step (Alg. 2, steps 8–11): a factor γ_u^64
-
-
-def _smooth_loss(problem):
-    """A smooth loss (Logistic, Squared): the primal scheme's f is R(Xw) itself."""
-    return bool(getattr(problem.loss, "smooth", False))
-
-
-def _other_loss(problem):
-    """The primal scheme's loss is not the hinge: smooth, or smoothed by its own
-    ``smoothed`` (`nsjax.losses.MaxScore`'s soft-max)."""
-    return not isinstance(problem.loss, Hinge)
-
-
-def _primal_risk(problem, S, mu):
-    """(f at the scores S, u = ∇f in score space, the dual point to average) for a loss
-    other than the hinge: R itself where smooth, else its smoothing g*_μ. The dual point is
-    u, or (u, E_α[Δ]) for a loss without a conjugate that gives ``smoothed_dual``
-    (`nsjax.losses.F1Loss`: u = E_α[(y′ − y)/n] and R*(u) ≤ −E_α[Δ], which averages)."""
-    loss, y = problem.loss, problem.y
-    if _smooth_loss(problem):
-        u = loss.dscores(S, y)
-        return loss.risk(S, y), u, u
-    if hasattr(loss, "smoothed_dual"):
-        value, u, expected = loss.smoothed_dual(S, mu, y)
-        return value, u, (u, expected)
-    value, u = loss.smoothed(S, mu, y)
-    return value, u, u
 
 
 def _average(old_w, old, new_w, new):
@@ -185,8 +156,9 @@ class AGMEF(Solver):
             (d = ½‖α‖², the default) or "optimized" (Zhang et al. 2010, §5.6: d = ½Σ bᵢ²αᵢ² with
             bᵢ² = |xᵢᵀv*|, v* the top eigenvector of XᵀX by power iteration, floored at
             `WEIGHT_FLOOR` times their mean; the paper's bound on L·D is lower on rows of
-            very different sizes, but with the adaptive L the step counts barely change,
-            and the true first L can be larger: benchmarks/RESULTS.md). Without a bias.
+            very different sizes, but the adaptive L follows the local curvature, not
+            that bound, so the steps need not fall, and the bound exchanges a min and a
+            max, so the true first L can be larger). Without a bias.
 
     Stops on the certified gap J(w_k) − D(α_k) ≤ tol·max(1, |J|) (best so far of both).
     ``bound`` names the a-priori bound the scheme obeys (Theorem 6/19, 10 or 20).
@@ -212,10 +184,23 @@ class AGMEF(Solver):
     power_iterations: int = 20
     prox_function: str = "uniform"
 
-    supports_bias: ClassVar[bool] = True
-    supports_sample_weight: ClassVar[bool] = False
-    geometries: ClassVar[tuple[str, ...]] = ("euclidean", "entropy")
-    takes_constraints: ClassVar[bool] = True
+    @property
+    def takes(self) -> Takes:
+        """The dual scheme: the binary hinge with L2 (`SVM_TAKES`); the primal scheme needs
+        only Ψ's prox and ∇f (Zhang et al. 2010, Examples 2 and 5): any regularizer, the
+        entropy geometry and constraints too, and a smooth loss (f = R(Xw) itself) or one
+        that gives its own smoothing, a bias with the hinge only (its b comes from exact
+        line searches on the hinge's lines)."""
+        if self.scheme != "primal":
+            return SVM_TAKES
+        return dataclasses.replace(SVM_TAKES, losses=("svm", "smooth", "smoothed"),
+                                   regularizer="any", bias="svm",
+                                   geometries=("euclidean", "entropy"), constraints=True)
+
+    @classmethod
+    def variants(cls) -> tuple:
+        """The dual and the primal scheme (they take different problems)."""
+        return (cls(), cls(scheme="primal"))
 
     def __post_init__(self):
         options = Options(self)
@@ -239,29 +224,22 @@ class AGMEF(Solver):
     def bound(self) -> str:
         """Which a-priori bound the run's gaps obey (the recorded gap is always the true
         J(w_k) − D(α_k), valid whatever the bound)."""
-        if self.scheme == "primal":
-            return ("Theorem 6: J_μ(w_k) − min J_μ ≤ Δ(w*, w₀)/A_k (linear: λ > 0; J_μ = J "
-                    "for a smooth loss); Theorem 19: 2ε-accurate once the smoothed gap is ≤ ε. "
-                    "No a-priori bound on J(w_k) − D(α_k) where dom Ψ is unbounded "
-                    "(Sec. 5.1.1).")
-        if self.target is None:
-            return ("Sec. 5.3 / Theorem 10: J(w_k) − D(α_k) ≤ max_{Q₂} ½‖α − α₀‖² / A_k, "
-                    "A_k ~ k² (no smoothing).")
-        return ("Theorem 10 (eq. 23) for the smoothed pair: J_μ(w_k) − D_μ(α_k) ≤ "
-                "max_{Q₂} ½‖α − α₀‖² / A_k, linear (μ > 0); J(w_k) − D(α_k) ≤ that + ε "
-                "(Theorem 20).")
+        return SCHEMES[self.scheme].bound(self.target)
 
     @property
     def target(self):
-        """ε of the smoothing (None: none)."""
-        if self.scheme == "primal" and self.epsilon is None:
-            return 1e-6
+        """ε of the smoothing (None: none): ``epsilon``, or the scheme's default."""
+        if self.epsilon is None:
+            return SCHEMES[self.scheme].default_epsilon
         return self.epsilon
+
+    def scheme_for(self, problem) -> Scheme:
+        """The object of the scheme ``scheme`` for this problem (module docstring)."""
+        return SCHEMES[self.scheme].of(problem, self.target, self.optimized)
 
     def check(self, problem):
         name = type(self).__name__
-        check_svm_problem(problem, name, self.scheme == "primal")
-        if self.optimized and not (self.scheme == "primal" and not _other_loss(problem)
+        if self.optimized and not (self.scheme == "primal" and problem.loss.dual_form == "svm"
                                    and not problem.bias):
             raise ValueError(f"{name}(prox_function='optimized') smooths the hinge in the "
                              "primal scheme, without a bias (Zhang et al. 2010, §5.6): use "
@@ -277,202 +255,41 @@ class AGMEF(Solver):
             raise ValueError(f"Entropy's cap must be >= 1/d = {1 / d:.3g} for the capped "
                              f"simplex in R^{d} to be non-empty; got cap={float(cap):.3g}.")
 
-    # -- the composite F = f + Ψ of each scheme ---------------------------------------------
-    def image(self, problem, x):
-        """K x: X w (primal) or Xᵀ(y∘α) (dual). One product."""
-        if self.scheme == "primal":
-            return problem.X.mv(x)
-        return problem.X.rmv(problem.y * x)
-
-    def smooth_part(self, problem, x, Kx, mu):
-        """f(x) from its image (no product)."""
-        if self.scheme == "primal" and _other_loss(problem):
-            return _primal_risk(problem, Kx, mu)[0]
-        if self.scheme == "primal":  # g*_μ: α(w) = Π_{Q₂}((1 − y∘Xw)/μ)
-            return smoothed_hinge(problem, 1.0 - problem.y * Kx, mu)[0]
-        return -jnp.sum(x) + 0.5 * jnp.vdot(Kx, Kx) / problem.lam
-
-    def gradient(self, problem, u, Ku, mu):
-        """(f(u), ∇f(u), the other side's point at u). One product."""
-        lam, y = problem.lam, problem.y
-        if self.scheme == "primal" and _other_loss(problem):  # the dual point u = ∇f
-            value, u_dual, point = _primal_risk(problem, Ku, mu)
-            return value, problem.X.rmv(u_dual), point
-        if self.scheme == "primal":
-            value, alpha = smoothed_hinge(problem, 1.0 - y * Ku, mu)
-            return value, -problem.X.rmv(y * alpha), alpha
-        w = Ku / lam  # w(α) = Xᵀ(y∘α)/λ
-        return -jnp.sum(u) + 0.5 * lam * jnp.vdot(w, w), y * problem.X.mv(w) - 1.0, w
-
-    def regularizer(self, problem, x, mu):
-        """Ψ(x) (on its domain): λΩ of the coefficients (primal), μ/2‖α‖² (dual)."""
-        if self.scheme == "dual":
-            return 0.5 * mu * jnp.vdot(x, x)
-        reg = problem.coefficient_reg
-        # In the entropy geometry, and under a constraint (prox = projection), the iterates
-        # are in the domain by construction: its indicator (which rounding could trip, and
-        # fail (15) for ever) is left out.
-        if _entropy_geometry(problem) or getattr(reg, "constraint", False):
-            return reg.smooth_value(x)
-        return reg.value(x)
-
-    def divergence(self, problem, x, centre):
-        """Δ(x, centre) of the prox-function: ½‖x − c‖², or the relative entropy
-        Σ xᵢ log(xᵢ/cᵢ) on the simplex (both sum to 1)."""
-        if self.scheme == "primal" and _entropy_geometry(problem):
-            return problem.coefficient_reg.divergence(x, centre)
-        d = x - centre
-        return 0.5 * jnp.vdot(d, d)
-
-    def prox_centre(self, problem, coef):
-        """The primal scheme's x₀ from the caller's coefficients: as they are, or moved
-        into the simplex's interior in the entropy geometry (module docstring)."""
-        if not _entropy_geometry(problem):
-            return coef
-        delta = jnp.where(jnp.min(coef) > 0, 0.0, 1e-3)
-        return (1 - delta) * coef + delta / coef.shape[0]
-
-    def strong_convexity(self, problem, mu):
-        """λ₂ of Ψ (λ₁ = 0): the curvature of λΩ's smooth part (λ for L2 and the elastic
-        net, 0 for L1), or μ."""
-        if self.scheme == "primal":
-            return problem.coefficient_reg.smooth_hvp(jnp.ones((), mu.dtype))
-        return mu
-
-    def prox_step(self, problem, centre, weight, linear, mu):
-        """argmin_x weight·Δ(x, centre) + ⟨linear, x⟩ + Ψ(x): the model minimizers of
-        Alg. 1 (step 9) and Alg. 3 (step 10)."""
-        lam2 = self.strong_convexity(problem, mu)
-        reg = problem.coefficient_reg
-        if self.scheme == "primal" and _entropy_geometry(problem):
-            return reg.bregman_prox(centre, weight, linear)
-        if self.scheme == "dual" or reg.quadratic:
-            # Written without 1/weight, which overflows once A_k (1/weight) has grown
-            # geometrically: Ψ is λ₂/2‖·‖² (on Q₂ in the dual).
-            point = (weight * centre - linear) / (weight + lam2)
-            return point if self.scheme == "primal" else project_dual(problem, point)
-        return reg.prox(centre - linear / weight, 1.0 / weight)  # L1, elastic net
-
-    def smoothing(self, problem):
-        """μ: ε/D₂ = 2nε (eq. 57) where the scheme smooths (the hinge), else 0."""
-        target = self.target
-        n = problem.X.shape[0]
-        if target is None or (self.scheme == "primal" and _smooth_loss(problem)):
-            return jnp.zeros((), problem.dtype)
-        if self.scheme == "primal" and _other_loss(problem):  # D = the loss's own
-            return jnp.asarray(target / problem.loss.smoothing_diameter(n), problem.dtype)
-        return jnp.asarray(2.0 * n * target, problem.dtype)
-
+    # -- the scheme's maps that callers use (`nsjax.solvers.agm_ef_schemes`) --------------
     def smoothing_and_norm(self, problem):
         """(μ, the σ_max² that `first_lipschitz` takes, products spent). With the optimized
         prox-function (§5.6) μ is a vector, μᵢ = (ε/D) bᵢ² with D = max_{Q₂} d = Σbᵢ²/(2n²)
         (eq. 70), and the norm is λ_max(Xᵀ diag(1/μ) X), the L of g*_μ(Xw) (Sec. 5.6's
         H₁), both by power iteration."""
-        mu = self.smoothing(problem)
-        if not self.optimized:
-            sq, products = spectral_norm_sq(problem, self.spectral_norm_sq,
-                                            self.power_iterations)
-            return mu, sq, products
-        X, n = problem.X, problem.X.shape[0]
-        _, v = top_eigenpair(X, self.power_iterations)
-        b2 = jnp.abs(X.mv(v))
-        b2 = jnp.maximum(b2, WEIGHT_FLOOR * jnp.mean(b2) + jnp.finfo(b2.dtype).tiny)
-        diameter = jnp.sum(b2) / (2.0 * n * n)
-        mu = (self.target / diameter) * b2
-        sq, _ = top_eigenpair(X, self.power_iterations, weights=1.0 / mu)
-        return mu, jnp.maximum(sq, jnp.finfo(sq.dtype).tiny), 4 * self.power_iterations + 1
+        return self.scheme_for(problem).smoothing_and_norm(problem, self.spectral_norm_sq,
+                                                           self.power_iterations)
 
     def first_lipschitz(self, problem, sq, mu, Kx0):
         """The first estimate of f's L: σ_max(X)²/λ (dual), σ_max(X)²/μ (smoothed hinge), or
         σ_max(X)² times R's curvature at the start (a smooth loss: the largest diagonal
         entry of ∇²R there; 1/(4n) at zero scores for Logistic, 1/n for Squared)."""
-        if self.scheme == "dual":
-            return sq / problem.lam
-        if _smooth_loss(problem):
-            curvature = jnp.max(problem.loss.curvature(Kx0, problem.y))
-            return sq * jnp.maximum(curvature, jnp.finfo(problem.dtype).tiny)
-        if self.optimized:  # sq is already λ_max(Xᵀ diag(1/μ) X) (`smoothing_and_norm`)
-            return sq
-        return sq / mu
-
-    def model_minimizer(self, problem, x0, G, inv_A, mu):
-        """argmin_x (1/A)Δ(x, x₀) + Ψ(x) + ⟨Ḡ, x⟩ (step 9, divided by A)."""
-        return self.prox_step(problem, x0, inv_A, G, mu)
-
-    def certificate(self, problem, state_x, Kx, G, other, bias):
-        """(primal point with its bias, J there, D of the dual point): the true gap."""
-        y = problem.y
-        if self.scheme == "primal":  # w = x_k; α_k = other, Xᵀ(y∘α_k) = −Ḡ
-            w, S = state_x, Kx
-            if isinstance(other, tuple):  # (ū, Ē[Δ]): D(sū) ≥ sĒ[Δ] − (λΩ)*(−sXᵀū)
-                reg, expected = problem.coefficient_reg, other[1]
-                lower = expected - reg.conjugate(-G)
-                if reg.dual_points != "as is":  # sū mixes in y′ = y (Δ = 0), s ≤ 1
-                    s = reg.feasible_scale(-G)
-                    lower = jnp.fmax(lower, s * expected - reg.conjugate(-s * G))
-            elif _other_loss(problem):  # ū = Σ aᵢ∇f(uᵢ)/A_k in score space, Xᵀū = Ḡ
-                if not _smooth_loss(problem):
-                    # A simplex point averaged over many steps drifts off Σū = 1 by
-                    # rounding, and R* is finite only on the simplex: rescale (Xᵀū too).
-                    total = jnp.sum(other)
-                    other, G = other / total, G / total
-                lower = problem.dual_value(other, Xtu=G)
-            elif problem.coefficient_reg.quadratic:
-                lower = jnp.sum(other) - 0.5 * jnp.vdot(G, G) / problem.lam
-            else:  # D(α) = Σα where ‖Xᵀ(y∘α)‖∞ ≤ μ: the dual point scaled into it
-                lower = problem.dual_value(-y * other, Xtu=None if problem.bias else G)
-        else:  # α = x_k, w_k = other, X w_k = y∘(Ḡ + 1)
-            w, S = other, y * (G + 1.0)
-            lower = svm_dual_value(problem, state_x, Kx / problem.lam)
-        w_b, value = with_best_bias(problem, w, S, bias)
-        return w_b, value, lower
+        return self.scheme_for(problem).first_lipschitz(problem, sq, mu, Kx0)
 
     def smoothed_gap(self, problem, state: AGMEFState):
         """F's own duality gap (Sec. 3.3, eq. 23): J_μ(w_k) − D_μ(α_k) for "primal",
         −D_μ(α_k) − (−J_μ(w_k)) for "dual" (without a bias: J_μ needs the scores of w_k).
         For diagnostics and the linear-rate test; one product for the dual scheme."""
-        mu, y, lam = state.mu, problem.y, problem.lam
-        if self.scheme == "primal":
-            F = (self.smooth_part(problem, state.x, state.Kx, mu)
-                 + self.regularizer(problem, state.x, mu))
-            alpha = state.other
-            bias = jnp.zeros((), mu.dtype)
-            D = self.certificate(problem, state.x, state.Kx, state.G, alpha, bias)[2]
-            # (With L1 the dual point is scaled by s ≤ 1 into D's domain; μ/2‖α‖² ≥ its
-            # μ/2‖sα‖², so this D_μ is a lower bound on the scaled point's.)
-            if _other_loss(problem):  # (no smoothing term where the loss gives none: F1)
-                term = (problem.loss.smoothing_term(alpha, mu) if hasattr(
-                    problem.loss, "smoothing_term") else jnp.zeros_like(mu))
-                return F - (D - term)
-            return F - (D - 0.5 * jnp.sum(mu * alpha * alpha))
-        alpha, w = state.x, state.other
-        minus_D_mu = (self.smooth_part(problem, alpha, state.Kx, mu)
-                      + 0.5 * mu * jnp.vdot(alpha, alpha))
-        margin = 1.0 - y * problem.X.mv(w)
-        smoothed = smoothed_hinge(problem, margin, jnp.maximum(mu, jnp.finfo(mu.dtype).tiny))[0]
-        risk = jnp.where(mu > 0, smoothed, jnp.mean(jnp.maximum(margin, 0.0)))
-        J_mu = risk + 0.5 * lam * jnp.vdot(w, w)
-        return J_mu + minus_D_mu
+        return self.scheme_for(problem).smoothed_gap(problem, state)
 
     # -- Alg. 1–2 ------------------------------------------------------------------------
     def init(self, problem, w0) -> AGMEFState:
-        dt, n = problem.dtype, problem.X.shape[0]
+        dt, scheme = problem.dtype, self.scheme_for(problem)
         mu, sq, products = self.smoothing_and_norm(problem)
         coef, bias = problem.split_bias(w0)
         S0 = problem.scores(w0)
-        if self.scheme == "primal":
-            x0 = self.prox_centre(problem, coef)
-        else:
-            # A start in Q₂ from w⁰: β = clip(1 − yᵢ sᵢ, 0, 1), the hinge's dual at w⁰.
-            margin = 1.0 - problem.y * S0
-            x0 = project_dual(problem, jnp.clip(margin, 0.0, 1.0) / n)
-        Kx0 = self.image(problem, x0)
-        L = self.first_lipschitz(problem, sq, mu, Kx0)
-        _, grad, other = self.gradient(problem, x0, Kx0, mu)
+        x0 = scheme.start(problem, coef, S0)
+        Kx0 = scheme.image(problem, x0)
+        L = scheme.first_lipschitz(problem, sq, mu, Kx0)
+        _, grad, other = scheme.gradient(problem, x0, Kx0, mu)
         zero = jnp.zeros((), dt)
         # The recorded start is the caller's w⁰ (a warm start is never lost), with the bound
         # of the dual point at x₀ (α(x₀) for the primal scheme, α₀ itself for the dual).
-        lower = self.certificate(problem, x0, Kx0, grad, other, bias)[2]
+        lower = scheme.certificate(problem, x0, Kx0, grad, other, bias)[2]
         stats = counters(matvecs=products + 3, lipschitz_increases=0)
         return AGMEFState(
             core=Core(w0, problem.value(w0, S0), lower, stats), x=x0, z=x0, Kx=Kx0, Kz=Kx0, x0=x0,
@@ -481,7 +298,8 @@ class AGMEF(Solver):
 
     def attempt(self, problem, state: AGMEFState, L) -> _Trial:
         """Steps 5–10 of Alg. 1 with the estimate L, and whether (15) holds after them."""
-        lam2 = self.strong_convexity(problem, state.mu)
+        scheme = self.scheme_for(problem)
+        lam2 = scheme.strong_convexity(problem, state.mu)
         lam = lam2  # λ = λ₁ + λ₂ with λ₁ = 0
         eps = state.inv_A
         first = jnp.isinf(eps)
@@ -499,19 +317,21 @@ class AGMEF(Solver):
                                                                  tau1 + tau3, 1.0))
         u = theta * state.z + (1 - theta) * state.x
         Ku = theta * state.Kz + (1 - theta) * state.Kx
-        f_u, grad, other_u = self.gradient(problem, u, Ku, state.mu)
+        f_u, grad, other_u = scheme.gradient(problem, u, Ku, state.mu)
         # Step 8: ψ_{k+1} = ψ_k + a_{k+1}[Ψ + ℓ_f(·; u)], kept as averages.
         G = old_w * state.G + new_w * grad
         C = old_w * state.C + new_w * (f_u - jnp.vdot(grad, u))
         other = _average(old_w, state.other, new_w, other_u)
-        z = self.model_minimizer(problem, state.x0, G, inv_A, state.mu)  # step 9
-        Kz = self.image(problem, z)
+        # Step 9: z = argmin_x (1/A)Δ(x, x₀) + Ψ(x) + ⟨Ḡ, x⟩ (divided by A).
+        z = scheme.prox_step(problem, state.x0, inv_A, G, state.mu)
+        Kz = scheme.image(problem, z)
         x = old_w * state.x + new_w * z  # step 10
         Kx = old_w * state.Kx + new_w * Kz
         # (15) at k+1, divided by A_{k+1}: F(x) ≤ ψ(z)/A.
-        F = self.smooth_part(problem, x, Kx, state.mu) + self.regularizer(problem, x, state.mu)
-        psi = (inv_A * self.divergence(problem, z, state.x0)
-               + self.regularizer(problem, z, state.mu) + C + jnp.vdot(G, z))
+        F = (scheme.smooth_part(problem, x, Kx, state.mu)
+             + scheme.regularizer(problem, x, state.mu))
+        psi = (inv_A * scheme.divergence(problem, z, state.x0)
+               + scheme.regularizer(problem, z, state.mu) + C + jnp.vdot(G, z))
         slack = 64 * jnp.finfo(F.dtype).eps * (jnp.abs(F) + jnp.abs(psi) + jnp.abs(C))
         return _Trial(x, z, Kx, Kz, G, C, other, inv_A, F <= psi + slack)
 
@@ -529,8 +349,8 @@ class AGMEF(Solver):
         trial, L, raises = jax.lax.while_loop(
             fails, raise_L, (self.attempt(problem, state, L0), L0, jnp.zeros((), jnp.int32)))
         bias = problem.split_bias(state.core.w)[1]
-        w_b, value, lower = self.certificate(problem, trial.x, trial.Kx, trial.G, trial.other,
-                                             bias)
+        w_b, value, lower = self.scheme_for(problem).certificate(
+            problem, trial.x, trial.Kx, trial.G, trial.other, bias)
         stats = count(state.core.stats, matvecs=2 * (1 + raises), lipschitz_increases=raises)
         return AGMEFState(
             core=Core(w_b, value, lower, stats), x=trial.x, z=trial.z, Kx=trial.Kx,

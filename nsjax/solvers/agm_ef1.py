@@ -33,7 +33,6 @@ import jax.numpy as jnp
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.agm_ef import AGMEF, MAX_RAISES, _average
 from nsjax.solvers.base import Core, count, counters
-from nsjax.solvers.svm_dual import project_dual
 
 
 class AGMEF1State(NamedTuple):
@@ -74,27 +73,24 @@ class AGMEF1(AGMEF):
                 "4/(2 + k)²} for the scheme's F; the recorded gap is the true J(w_k) − D(α_k).")
 
     def init(self, problem, w0) -> AGMEF1State:
-        n = problem.X.shape[0]
+        scheme = self.scheme_for(problem)
         mu, sq, products = self.smoothing_and_norm(problem)
-        lam2 = self.strong_convexity(problem, mu)
+        lam2 = scheme.strong_convexity(problem, mu)
         coef, bias = problem.split_bias(w0)
         S0 = problem.scores(w0)
-        if self.scheme == "primal":
-            u0 = self.prox_centre(problem, coef)
-        else:
-            u0 = project_dual(problem, jnp.clip(1.0 - problem.y * S0, 0.0, 1.0) / n)
-        Ku0 = self.image(problem, u0)
-        L = self.first_lipschitz(problem, sq, mu, Ku0)
-        f0, g0, other0 = self.gradient(problem, u0, Ku0, mu)
-        _, _, lower = self.certificate(problem, u0, Ku0, g0, other0, bias)
+        u0 = scheme.start(problem, coef, S0)
+        Ku0 = scheme.image(problem, u0)
+        L = scheme.first_lipschitz(problem, sq, mu, Ku0)
+        f0, g0, other0 = scheme.gradient(problem, u0, Ku0, mu)
+        _, _, lower = scheme.certificate(problem, u0, Ku0, g0, other0, bias)
 
         # Alg. 4, steps 2–7: raise L₀ until J(x₀) ≤ q₀(x₀).
         def attempt(L):
-            z = self.prox_step(problem, u0, L, g0, mu)
-            Kz = self.image(problem, z)
-            q = (L * self.divergence(problem, z, u0) + self.regularizer(problem, z, mu) + f0
-                 + jnp.vdot(g0, z - u0))
-            F = self.smooth_part(problem, z, Kz, mu) + self.regularizer(problem, z, mu)
+            z = scheme.prox_step(problem, u0, L, g0, mu)
+            Kz = scheme.image(problem, z)
+            q = (L * scheme.divergence(problem, z, u0) + scheme.regularizer(problem, z, mu)
+                 + f0 + jnp.vdot(g0, z - u0))
+            F = scheme.smooth_part(problem, z, Kz, mu) + scheme.regularizer(problem, z, mu)
             return z, Kz, q, F <= q + self.slack(F, q)
 
         def raise_L(carry):
@@ -115,8 +111,8 @@ class AGMEF1(AGMEF):
 
     def attempt(self, problem, state: AGMEF1State, L):
         """Steps 6–12 of Alg. 3 with the estimate L, and whether (27) holds after them."""
-        mu, c = state.mu, state.c
-        lam2 = self.strong_convexity(problem, mu)
+        mu, c, scheme = state.mu, state.c, self.scheme_for(problem)
+        lam2 = scheme.strong_convexity(problem, mu)
         # Step 6: (L + λ₂)a² + (c − λ₂)a − c = 0.
         a = (-(c - lam2) + jnp.sqrt((c - lam2) ** 2 + 4 * (L + lam2) * c)) / (2 * (L + lam2))
         tau1 = (1 - a) * c
@@ -124,15 +120,15 @@ class AGMEF1(AGMEF):
         theta = tau1 * a / tau  # step 8: u = (1 − θ) x + θ z
         u = theta * state.z + (1 - theta) * state.x
         Ku = theta * state.Kz + (1 - theta) * state.Kx
-        f_u, grad, other_u = self.gradient(problem, u, Ku, mu)
-        z = self.prox_step(problem, state.z, tau1 / a, grad, mu)  # step 10 (÷ a)
-        Kz = self.image(problem, z)
+        f_u, grad, other_u = scheme.gradient(problem, u, Ku, mu)
+        z = scheme.prox_step(problem, state.z, tau1 / a, grad, mu)  # step 10 (÷ a)
+        Kz = scheme.image(problem, z)
         x = (1 - a) * state.x + a * z  # step 11
         Kx = (1 - a) * state.Kx + a * Kz
         # Q_{k+1} = ψ_{k+1}(z_{k+1}) (step 12) with q_k = c_k Δ(·, z_k) + Q_k.
-        Q = ((1 - a) * (c * self.divergence(problem, z, state.z) + state.Q)
-             + a * (f_u + jnp.vdot(grad, z - u) + self.regularizer(problem, z, mu)))
-        F = self.smooth_part(problem, x, Kx, mu) + self.regularizer(problem, x, mu)
+        Q = ((1 - a) * (c * scheme.divergence(problem, z, state.z) + state.Q)
+             + a * (f_u + jnp.vdot(grad, z - u) + scheme.regularizer(problem, z, mu)))
+        F = scheme.smooth_part(problem, x, Kx, mu) + scheme.regularizer(problem, x, mu)
         new = state._replace(
             x=x, z=z, Kx=Kx, Kz=Kz, c=(1 - a) * c + lam2 * a, Q=Q,
             G=(1 - a) * state.G + a * grad, other=_average(1 - a, state.other, a, other_u),
@@ -151,6 +147,7 @@ class AGMEF1(AGMEF):
             lambda c: ~c[1] & (c[3] < MAX_RAISES), raise_L,
             (*self.attempt(problem, state, L0), L0, jnp.zeros((), jnp.int32)))
         bias = problem.split_bias(state.core.w)[1]
-        w_b, value, lower = self.certificate(problem, new.x, new.Kx, new.G, new.other, bias)
+        w_b, value, lower = self.scheme_for(problem).certificate(
+            problem, new.x, new.Kx, new.G, new.other, bias)
         stats = count(state.core.stats, matvecs=2 * (1 + raises), lipschitz_increases=raises)
         return new._replace(core=Core(w_b, value, lower, stats))

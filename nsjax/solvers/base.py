@@ -44,6 +44,7 @@ import jax
 import jax.numpy as jnp
 
 from nsjax.results import RESULTS
+from nsjax.solvers.capabilities import Takes
 
 
 def converged(value, gap, tol):
@@ -71,22 +72,6 @@ def terminate_or_stall(value, recent, status, best, tol, stall_tol, floor=None):
         jnp.where(status != RESULTS.running, status,
                   jnp.where(stalled, RESULTS.stalled, RESULTS.running)))
     return result != RESULTS.running, result.astype(jnp.int32)
-
-
-def check_l1_problem(problem, name):
-    """The orthant-wise L1 methods model f = R(X·) + the smooth part of λΩ and treat
-    μ‖w‖₁ exactly: they need a smooth loss and a regularizer that is that split (L1,
-    ElasticNet, or L2 with μ = 0)."""
-    if not problem.smooth_loss:
-        raise ValueError(
-            f"{name} needs a smooth loss (Logistic, Squared); "
-            f"{type(problem.loss).__name__} is not differentiable. For the hinge use "
-            "SubLBFGS() (any regularizer), or BMRM() with L2.")
-    if not (problem.reg.has_l1 or problem.reg.quadratic):
-        raise ValueError(
-            f"{name} needs the regularizer split into a smooth part and μ‖w‖₁ (L1, "
-            f"ElasticNet or L2); {type(problem.reg).__name__} does not declare it "
-            "(has_l1 / l1_weight): use SubLBFGS().")
 
 
 def counters(**start) -> dict:
@@ -169,24 +154,21 @@ class Solver(abc.ABC):
     static options only, so that a solver is a `jit` static argument.
     """
 
-    #: Whether the solver handles `Problem(..., bias=True)` (the bias is the last row of w,
-    #: unregularized); `nsjax.solve` refuses the others before compiling.
-    supports_bias: ClassVar[bool] = False
-    #: Whether the solver takes per-example weights (``Problem(..., sample_weight=c)``):
-    #: those that see the loss only through `Problem`'s oracles do; the Nesterov solvers,
-    #: which work on the hinge's dual box itself, refuse before compiling.
-    supports_sample_weight: ClassVar[bool] = True
-    #: The prox geometries of the regularizers the solver takes (`Regularizer.geometry`):
-    #: "euclidean" for all; "entropy" where it keeps its iterates in the entropy geometry's
-    #: domain through `bregman_prox`.
-    geometries: ClassVar[tuple[str, ...]] = ("euclidean",)
-    #: Whether the solver takes a constraint (`Regularizer.constraint`: the indicator of a
-    #: set, used only through its prox, the projection, and its conjugate).
-    takes_constraints: ClassVar[bool] = False
+    #: What the solver takes (losses, regularizers, a bias, sample weights, geometries,
+    #: constraints, λ = 0): `nsjax.solve` refuses the rest before compiling and names the
+    #: solvers that take it. The default: any loss and regularizer in R^d, no bias. A
+    #: solver whose options change it overrides ``takes`` with a property.
+    takes: ClassVar[Takes] = Takes()
     #: Whether the iterates depend on the problem only through its objective, not on the
     #: number of weights or examples as such, so that `nsjax.buckets` may pad the problem
     #: with zero columns (and weightless rows) without changing a run.
     shape_free: ClassVar[bool] = True
+
+    @classmethod
+    def variants(cls) -> tuple:
+        """The configurations of this solver that take different problems (default: the
+        default instance), for the message naming the solvers that take a problem."""
+        return (cls(),)
 
     @abc.abstractmethod
     def init(self, problem, w0) -> Any:

@@ -17,9 +17,9 @@ Precision: the bundle's arithmetic (offsets b, Gram matrix Q, weights α, the co
 (`bundle_dtype`). The QP weighs Q by 1/λ, and at the optimum the cuts nearly cancel:
 ‖Σ α_i a_i‖² = λ²‖w‖² is orders of magnitude below the entries ⟨a_i, a_j⟩ it is made of, so
 Q must be exact to about λ · tol · J. A Gram row summed in float32 over d = 10⁶ coordinates
-is off by ~3e-5 of its size; at λ = 1e-6 that moved the model's value by 7e-3 and left the
-float32 OCAS-like solve on a fixed point (the cut at the model's minimizer already in the
-bundle) 1 % above J* for 1,400 steps (issue 14, `benchmarks/large_scale.py`). The cuts A
+is off by ~3e-5 of its size; at tiny λ that moves the model's value by more than the
+tolerance and can leave a float32 OCAS-like solve on a fixed point (the cut at the model's
+minimizer already in the bundle) above J* until ``max_steps``. The cuts A
 themselves are stored in the problem's dtype, in which they are computed (a = Xᵀu): a
 float32 cut read into a float64 sum loses nothing, and reading A is most of what the
 bundle costs a step (the Gram row and the combination, two passes). Only a merged cut
@@ -32,9 +32,8 @@ plus τ/2 ‖w − w_t‖², τ = 1.5 λ by default (`BMRM.proximity`), instead 
 minimizer. This is Kiwiel's proximity control of bundle methods (Math. Programming 46, 1990),
 not in Yu et al. (2010) or Smola et al. (2007), with the prox centre at the line search's
 iterate. At small λ the model's own minimizer lies far from w_t where the model is poor; the
-proximity term pulls it back. On the 50,000 × 20,000 sparse binary set at λ = 1e-6 it cut
-the steps to relative suboptimality 1e-3 from 369 to 320 (text-like set: 361 to 308; at
-λ = 1e-5, 78 to 74).
+proximity term pulls it back, which saves steps at small λ (measured: docs/design.md,
+"Measured design choices").
 The QP is the same with λ + τ for λ and offsets shifted by ⟨a_i, w_t⟩ (`iterate`), which are
 kept as the state's ``center_q`` without reading A: a new cut's by one dot product, the
 others along the step's lines from Q α. The certificate does not change: every α on the
@@ -47,8 +46,8 @@ in a row the run ends `RESULTS.stalled`: by then the bundle has turned over (its
 filled, its inactive cuts replaced, by copies of the one cut each repeat takes), so every
 later step is the same step. In exact arithmetic that happens only at the optimum; in rounding it
 is the fixed point above, which otherwise runs to max_steps. (Fewer repeats are no proof:
-on breast cancer in float32 without x64 the hybrid repeated 13 steps while its bundle was
-filling, then went on to converge.)
+a float32 run without x64 can repeat a step many times while its bundle is filling, then
+go on to converge.)
 
 Full bundle: cuts with α_i = 0 are dropped, oldest first. If every cut is active, the
 share ``merge`` (1/8) of them with the smallest α are aggregated into one cut, their
@@ -64,18 +63,20 @@ References:
 
 from __future__ import annotations
 
-from typing import ClassVar, NamedTuple
+import dataclasses
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nsjax.problem import is_traced
 from nsjax.results import RESULTS
 from nsjax.solvers._options import Options, check_fits, solver_options, weights_of
-from nsjax.solvers.base import Core, Solver, converged, count, counters
+from nsjax.solvers.base import Core, converged, count, counters
 from nsjax.solvers.bias import bias_cut
+from nsjax.solvers.capabilities import Takes
 from nsjax.solvers.line_search import ExactLineSearch
+from nsjax.solvers.phases import BundlePhase
 from nsjax.solvers.simplex_qp import solve_simplex_qp
 
 #: The values of `BMRM.line_search`.
@@ -85,16 +86,16 @@ LINE_SEARCHES = ("none", "exact")
 OCAS_MU = 0.1
 #: The longest OCAS line-search step, in units of the way to the model's minimizer. The
 #: scores there, S + η (S_model − S), carry η times the difference's rounding (eps |S|,
-#: however close the model's minimizer is). Unbounded, a step of η ~ 1e10 along a
-#: near-zero direction left S 5e-4 away from X w: J was reported 7e-6 below J*, and the
-#: gap negative. J is convex along the line and falls up to the optimal η, so stopping
+#: however close the model's minimizer is). Unbounded, a huge step along a near-zero
+#: direction can leave S visibly away from X w: J reported below J*, and the gap
+#: negative. J is convex along the line and falls up to the optimal η, so stopping
 #: short of it still does not raise J.
 OCAS_ETA_MAX = 64.0
 
 
-#: The OCAS-like BMRM's default proximity weight τ/λ (`BMRM.proximity`): steps to relative
-#: suboptimality 1e-3 on the 50,000 × 20,000 sparse binary set at λ = 1e-6 were 369 (0),
-#: 351 (0.3), 339 (0.6), 321 (1), 320 (1.5), 328 (2.5), 364 (4) and 534 (10).
+#: The OCAS-like BMRM's default proximity weight τ/λ (`BMRM.proximity`): a weight near 1
+#: pulls the line search's target back where the model is poor; much larger ones hold the
+#: iterates back (measured: docs/design.md, "Measured design choices").
 PROXIMITY = 1.5
 
 #: The BundleState fields held in `bundle_dtype` (float64 with x64, whatever the problem's);
@@ -121,7 +122,7 @@ class BundleState(NamedTuple):
     Apart: jax.Array  # Σ_part α_i a_i / Σ_part α_i: the merged cut an aggregation writes
 
 
-#: BMRM's counters at its start (`init`; the hybrid's phase 2 starts from the same).
+#: BMRM's counters at its start (`init`; the hybrid's phase 2 from them at 0: `zero_stats`).
 BUNDLE_COUNTERS = dict(matvecs=2, aggregations=0, dropped_cuts=0, repeats=0)
 
 
@@ -141,44 +142,21 @@ class CutPoint(NamedTuple):
     same_model: jax.Array  # the QP's Σ α_i a_i is the last step's
 
 
-def cut_point_at(w, S, state: BundleState) -> CutPoint:
-    """The `CutPoint` of a cut at (w, S) alone (no line search's point to compare with;
-    the Gram fields those of ``state``)."""
-    inf = jnp.full((), jnp.inf, w.dtype)
-    return CutPoint(w, S, w, S, inf, state.center_q, state.center_q, -inf, jnp.array(False))
-
-
-def no_cut(point: CutPoint):
-    """A placeholder shaped like `BMRM.cut`'s result at ``point``, for a branch that takes
-    no cut."""
-    zero = jnp.zeros((), point.w.dtype)
-    return point.w, point.S, zero, jnp.zeros_like(point.w), zero
-
-
 def bundle_dtype(dtype):
     """The dtype of the bundle for a problem in ``dtype``: float64 where JAX has it (x64
     on), else ``dtype`` (see the module docstring)."""
     return jnp.promote_types(dtype, jax.dtypes.canonicalize_dtype(jnp.float64))
 
 
-def check_bundle_problem(problem, name):
-    """Bundle methods minimize their model through the dual of λ/2‖w‖² (w = −Aα/λ); with a
-    bias they model R̃(w) = min_b R(Xw + b), whose b is found by exact line searches."""
-    reg = problem.coefficient_reg
-    if problem.bias and not problem.has_lines:
-        raise ValueError(f"{name} with a bias needs a loss that gives its lines (Hinge), to "
-                         "find the best bias exactly; use SubLBFGS() for "
-                         f"{type(problem.loss).__name__} with a bias.")
-    if not reg.quadratic:
-        raise ValueError(f"{name} needs the L2 regularizer (its model is minimized through "
-                         "the dual of λ/2‖w‖²).")
-    lam = problem.lam
-    if not is_traced(lam) and not float(lam) > 0:
-        raise ValueError(f"{name} needs lam > 0 (its model is minimized through the dual).")
+#: What the bundle methods take: their model is minimized through the dual of λ/2‖w‖²
+#: (w = −Aα/λ), so the L2 regularizer and λ > 0; with a bias they model
+#: R̃(w) = min_b R(Xw + b) (`nsjax.solvers.bias`), whose b is found by exact line searches on
+#: the loss's lines.
+BUNDLE_TAKES = Takes(regularizer="l2", bias="lines", positive_strength=True)
 
 
 @solver_options
-class BMRM(Solver):
+class BMRM(BundlePhase):
     """qp-BMRM (Smola et al. 2007, Alg. 1), optionally with the exact line search of Yu et al.
     (2010).
 
@@ -193,19 +171,17 @@ class BMRM(Solver):
             needs a loss that gives its lines).
         qp_iterations: accelerated projected-gradient iterations of the inner QP per step
             (an int >= 1), followed by an exact polish on the support (`simplex_qp.py`).
-            They only guess the support for the polish: 50 gave the same steps and optima
-            as 300 on issue 9's problems, in 1/2.7 of the time (qp-BMRM) and 1/2 (the
-            Hybrid); 10 the same steps as 50 on digits, Letter-like and sparse binary
-            problems, each step 10–30 % faster where the QP is a large part of it
-            (``benchmarks/qp_iterations.py``).
+            The default 10 only guesses the support for the exact polish that follows:
+            more iterations do not change the steps or the optima, they only lengthen
+            each step where the QP is a large part of it.
         merge: the share of a full bundle's cuts merged into one when every cut is active
             (those with the smallest α; at least two), a finite number in (0, 1]. 1 merges
             the whole bundle: the model starts over from one cut, and until the bundle
-            fills again each step reads fewer cuts. On digits' Crammer–Singer at
-            λ = 1e-5, whose optimal model has ~137 active cuts, the OCAS-like BMRM took
-            1,720 steps to 1e-3 (2.09 s) with 1, 978 (1.12 s) with 1/8, 1,256 with 1/2 and
-            1,159 with 1/4; where the bundle seldom fills before the target, 1/8 costs up
-            to ~10 % more time (``benchmarks/bundle_capacity.py``, RESULTS.md).
+            fills again each step reads fewer cuts, but the active cuts the model needs
+            must be found again. A small share (the default 1/8) keeps most of the
+            model, which pays where the bundle fills again and again (many active cuts at
+            small λ); where it seldom fills before the target, it costs a little more time
+            than merging all.
         proximity: a finite number >= 0, or None. With ``line_search="exact"``, the weight
             τ = proximity · λ of a proximity term τ/2 ‖w − w_t‖² added to the model whose
             minimizer the line search heads for (module docstring: Proximity). ``None``:
@@ -230,8 +206,6 @@ class BMRM(Solver):
     merge: float = 1 / 8
     proximity: float | None = None
 
-    #: With a bias, the model is of R̃(w) = min_b R(Xw + b) (`nsjax.solvers.bias`).
-    supports_bias: ClassVar[bool] = True
 
     def __post_init__(self):
         options = Options(self)
@@ -253,13 +227,16 @@ class BMRM(Solver):
             return PROXIMITY if self.line_search == "exact" else 0.0
         return float(self.proximity)
 
-    def check(self, problem):
-        """Refuse, before compiling, a problem without the L2 regularizer (or without lines,
-        for the exact line search), and a ``capacity`` whose bundle does not fit in the
-        memory of the machine (`nbytes`)."""
-        check_bundle_problem(problem, "BMRM")
+    @property
+    def takes(self) -> Takes:
+        """`BUNDLE_TAKES`; with ``line_search="exact"``, only a loss that gives its lines."""
         if self.line_search == "exact":
-            ExactLineSearch().check(problem)
+            return dataclasses.replace(BUNDLE_TAKES, losses=("lines",))
+        return BUNDLE_TAKES
+
+    def check(self, problem):
+        """Refuse, before compiling, a ``capacity`` whose bundle does not fit in the memory
+        of the machine (`nbytes`)."""
         self.check_memory(problem)
 
     def nbytes(self, problem, capacity=None) -> int:
@@ -292,18 +269,27 @@ class BMRM(Solver):
         return self.empty_start(core, S, a, b)
 
     def empty_start(self, core, S, cut_a, cut_b) -> BundleState:
-        """`warm_start` with an empty bundle: A in the problem's dtype, b in `bundle_dtype`."""
+        """The state at ``core.w`` (scores S, pending cut (cut_a, cut_b) taken there) with
+        an empty bundle: A in the problem's dtype, b in `bundle_dtype`. ``core.stats`` must
+        hold BMRM's counters."""
         c, bdt = self.capacity, bundle_dtype(core.w.dtype)
-        return self.warm_start(core, S, cut_a, cut_b,
-                               jnp.zeros((c,) + core.w.shape, core.w.dtype),
-                               jnp.zeros(c, bdt), jnp.zeros(c, bool), jnp.zeros(c, jnp.int32))
+        return self._start(core, S, cut_a, cut_b, jnp.zeros((c,) + core.w.shape, core.w.dtype),
+                           jnp.zeros(c, bdt), jnp.zeros(c, bool), jnp.zeros(c, jnp.int32))
 
-    def warm_start(self, core, S, cut_a, cut_b, A, b, valid, age) -> BundleState:
+    def warm_start(self, state: BundleState, core, S, keep_cuts, cut=None) -> BundleState:
+        """The state at ``core.w`` (scores S) whose bundle holds the cuts of ``state`` if
+        ``keep_cuts`` (a Python bool; else none), with the pending cut ``cut`` = (a, b)
+        taken there (default: ``state``'s): any minorants of R, e.g. another solver's
+        subgradients collected with `with_cut` and `insert` (the hybrid's phase 1). The Gram
+        matrix is computed anew. ``core.stats`` must hold BMRM's counters."""
+        cut_a, cut_b = (state.cut_a, state.cut_b) if cut is None else cut
+        valid = state.valid if keep_cuts else jnp.zeros_like(state.valid)
+        return self._start(core, S, cut_a, cut_b, state.A, state.b, valid, state.age)
+
+    def _start(self, core, S, cut_a, cut_b, A, b, valid, age) -> BundleState:
         """The state at ``core.w`` (scores S, pending cut (cut_a, cut_b) taken there) whose
-        bundle already holds the cuts (A, b) on the slots ``valid`` (insertion order
-        ``age``): any minorants of R, e.g. another solver's subgradients (the hybrid).
-        ``core.stats`` must hold BMRM's counters; A is in the problem's dtype, b in
-        `bundle_dtype`."""
+        bundle holds the cuts (A, b) on the slots ``valid`` (insertion order ``age``); A in
+        the problem's dtype, b in `bundle_dtype`."""
         axes = tuple(range(1, A.ndim))
         c, wide = self.capacity, b.dtype
         Q, q = jax.lax.cond(
@@ -329,7 +315,7 @@ class BMRM(Solver):
         (`iterate`, or `warm_start`). The hybrid's phase 1 inserts cuts whose ``cut_q`` is
         stale, so Q is wrong until its switch, where `warm_start` rebuilds it. The
         (capacity, d) buffer A is only written in place: a conditional that reads it before
-        it is written makes XLA copy it at every step (measured in the hybrid's HLO).
+        it is written makes XLA copy it at every step (the hybrid's compiled HLO shows the copy).
         """
         A, b, Q, valid, age, alpha = state.A, state.b, state.Q, state.valid, state.age, state.alpha
         a, q = state.cut_a.astype(A.dtype), state.cut_q  # q in `bundle_dtype`
@@ -494,6 +480,43 @@ class BMRM(Solver):
                               cut_b=cut_b, cut_q=self.gram_row(state.A, state.valid, a),
                               center_q=q_now)
 
+    # -- the rest of the phase's seam (`BundlePhase`: the hybrid's phase 2) -----------------
+    @staticmethod
+    def zero_stats() -> dict:
+        """BMRM's counters (`BUNDLE_COUNTERS`), all 0."""
+        return counters(**dict.fromkeys(BUNDLE_COUNTERS, 0))
+
+    @staticmethod
+    def with_cut(state: BundleState, cut_a, cut_b) -> BundleState:
+        """``state`` with the cut (cut_a, cut_b) pending, for the next `insert`; its Gram
+        row ``cut_q`` is left stale (`insert`)."""
+        return state._replace(cut_a=cut_a, cut_b=cut_b)
+
+    @staticmethod
+    def cut_point_at(state: BundleState, w, S) -> CutPoint:
+        """The `CutPoint` of a cut at (w, S) alone (no line search's point to compare with;
+        the Gram fields those of ``state``)."""
+        inf = jnp.full((), jnp.inf, w.dtype)
+        return CutPoint(w, S, w, S, inf, state.center_q, state.center_q, -inf,
+                        jnp.array(False))
+
+    @staticmethod
+    def no_cut(point: CutPoint):
+        """A placeholder shaped like `cut`'s result at ``point``, for a branch that takes
+        no cut."""
+        zero = jnp.zeros((), point.w.dtype)
+        return point.w, point.S, zero, jnp.zeros_like(point.w), zero
+
+    @staticmethod
+    def take_buffers(state: BundleState):
+        """(the state without its cuts A, A: (capacity, d))."""
+        return state._replace(A=None), state.A
+
+    @staticmethod
+    def give_buffers(state: BundleState, buffers) -> BundleState:
+        """The state with its cuts A ``buffers`` back in."""
+        return state._replace(A=buffers)
+
     @staticmethod
     def gram_row(A, valid, a):
         """⟨a_i, a⟩ for the bundle's cuts (0 off ``valid``), summed in `bundle_dtype`, reading
@@ -517,9 +540,7 @@ def _used_blocks(A, valid):
     """(size, count): A's slots in blocks of ``size`` rows (≤ 16, dividing the capacity),
     and how many blocks from the first hold every valid cut. `BMRM.insert` fills the
     first free slot, so until the bundle is full only its first rows are in use, and a
-    product over all of A (20 MB at d = 20,000 in float64) would mostly read zeros: on the
-    sparse binary set at λ = 1e-5 (79 steps to 1e-3, ≤ 80 of 128 slots in use) reading the
-    used blocks only made the OCAS-like BMRM's steps 5–9 % faster."""
+    product over all of A (20 MB at d = 20,000 in float64) would mostly read zeros."""
     c = A.shape[0]
     size = max(r for r in range(1, min(c, 16) + 1) if c % r == 0)
     last = jnp.max(jnp.where(valid, jnp.arange(1, c + 1), 0))
@@ -531,14 +552,12 @@ def _by_blocks_or_at_once(A, valid, by_blocks, at_once):
     (`_used_blocks`), or ``at_once()`` over all of A once those blocks hold half of a
     float64 bundle's slots or more.
 
-    XLA's CPU backend runs the product over all of A as one dot on both cores; the loop over
-    blocks reads ~3–4× slower per row. With capacity 128 and d = 20,000 in float64, the
-    full bundle's Gram row took 0.68 ms at once against 2.28 ms by blocks, 64 cuts 0.75
-    against 0.94 ms, and 16 cuts 0.44 against 0.33 ms (``benchmarks/bundle_read.py``, 2-core
-    CPU; the table in ``benchmarks/RESULTS.md``). A float32 bundle (a float32 problem's
-    cuts) is always read by blocks: the product at once would first write A out in float64
-    (2.0–3.2 ms). Under `jax.vmap` with lanes of different bundles the cond computes both
-    (a select).
+    XLA's CPU backend runs the product over all of A as one dot on all cores; the loop over
+    blocks reads each row more slowly, so it pays only while few blocks are in use, and
+    from half of the slots on the product at once is the cheaper (measured:
+    docs/design.md, "Measured design choices"). A float32 bundle (a float32 problem's cuts)
+    is always read by blocks: the product at once would first write A out in float64.
+    Under `jax.vmap` with lanes of different bundles the cond computes both (a select).
     """
     size, blocks = _used_blocks(A, valid)
     if A.dtype != bundle_dtype(A.dtype) or size == A.shape[0]:

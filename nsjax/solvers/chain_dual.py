@@ -31,7 +31,6 @@ import jax
 import jax.numpy as jnp
 
 from nsjax.losses.chain import transition_counts
-from nsjax.problem import is_traced
 from nsjax.projections import project_chain_marginals
 
 
@@ -47,16 +46,11 @@ def _hamming(problem, K, dtype):
 
 
 def check_chain_problem(problem, name):
-    """M³N on chains of at least two tokens, L2, λ > 0, no bias."""
+    """M³N's dual works on the chains' edges: chains of at least two tokens (the L2
+    regularizer, w(α) = −Xᵀu(α)/λ, and λ > 0 are the solver's ``takes``)."""
     if problem.loss.length < 2:
         raise ValueError(f"{name} works on the chains' edges: chains of one token have none; "
                          "use MulticlassHinge (the same problem) or BMRM.")
-    if not problem.reg.quadratic:
-        raise ValueError(f"{name} needs the L2 regularizer for ChainHinge (w(α) = −Xᵀu(α)/λ);"
-                         f" got {type(problem.reg).__name__}. Use BMRM() for others.")
-    if not is_traced(problem.lam) and not float(problem.lam) > 0:
-        raise ValueError(f"{name} needs lam > 0 (the dual's Lipschitz constant is "
-                         "‖XᵀB‖²/λ).")
 
 
 def gradient(problem, S):

@@ -13,14 +13,14 @@ Why not Alg. 4 itself: its sweep (sort the lines at L, then push and pop a stack
 sequential per example, and vmapped over examples every push, pop and stack write became a
 masked update of an (n, r) array, in a `while_loop` nested in a `fori_loop` over all r
 lines. The walk does O(n r) fused work per kink instead, and its loop runs only as many
-times as the most kinked example has kinks (on Letter-like data, n = 16,000 and r = 26 with
-at most 6 kinks per example: 12 ms against 264 ms; `benchmarks/RESULTS.md`). The worst case,
-O(r²) per example, is the case where every line is on the envelope.
+times as the most kinked example has kinks, typically far fewer than r (measured:
+docs/design.md, "Measured design choices"). The worst case, O(r²) per example, is the case
+where every line is on the envelope.
 
 Layout: the walk reads the lines in blocks of `BLOCK` examples, (blocks, r, BLOCK), and
 reduces over the middle axis, so that each reduction over an example's r lines runs for
 `BLOCK` examples side by side (XLA's CPU reductions over the minor axis of (n, r) handle one
-example at a time: a walk step took 2.7× longer there). The carried state is each example's
+example at a time, which is slower). The carried state is each example's
 active line (its offset and slope), not its index: no gather per step.
 
 Parallel lines never cross (no kink); coincident lines and masked lines (b = −inf) are never
@@ -35,7 +35,8 @@ import jax
 import jax.numpy as jnp
 
 #: Examples per block of the walk's layout (see the module docstring); n is padded to a
-#: multiple of it with masked lines. 16 to 128 took the same time on Letter-like data.
+#: multiple of it with masked lines. Its size matters little once a block is wide enough
+#: for the reductions to run side by side.
 BLOCK = 64
 
 
@@ -85,8 +86,7 @@ def envelope_kinks(b, a):
     state = jax.lax.while_loop(lambda s: (s[0] < r) & (jnp.sum(s[4]) > few), step_all, state)
 
     # ... then only those still walking, gathered into their own blocks (most examples
-    # have one or two kinks, a few have many: on Letter-like data 2,410 of 16,000 have 3
-    # or more).
+    # have one or two kinks, a few have many).
     t, offset, slope, at, walking, eta, jump = state
     size = -(-few // BLOCK) * BLOCK
     rows = jnp.nonzero(walking.ravel(), size=size, fill_value=padded)[0]  # padded: no row
@@ -117,8 +117,7 @@ def _blocked(v):
 
 def _put_row(v, t, row):
     """v with row t replaced, by an in-place dynamic_update_slice. (`.at[t].set` lowers to a
-    scatter, for which XLA's CPU backend copied v at every step here: four walk steps took
-    3.3 ms against 1.4 ms.)"""
+    scatter, for which XLA's CPU backend copies v at every step.)"""
     return jax.lax.dynamic_update_slice(v, row.reshape(1, -1), (t, jnp.zeros_like(t)))
 
 

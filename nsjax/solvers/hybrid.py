@@ -15,30 +15,30 @@ one compiled loop with one history and one certified gap:
   at its pace over the last ``window`` steps (J's mean decrease per step), J would need
   more than ``horizon`` (100) steps to fall by the certified gap; or subLBFGS failed (no
   descent direction, a failed line search), at any step. Not "when
-  the gap stops shrinking": subLBFGS's own gap is loose (10–90 % of J on the sparse
-  benchmark set at λ ≤ 1e-5 while J is within 1e-3 of J*), so that rule would switch at
-  the first window, also where subLBFGS is still fast. Why subLBFGS's tail stalls:
-  `benchmarks/sublbfgs_tail.py` (memory smaller than the rank of the margin set). A
-  horizon of 100 switches after 20–70 steps on the binary and digits benchmarks and then
-  needs 0–26 % more steps to 1e-3 than the OCAS-like BMRM alone; the earlier default of
-  10⁴ switched after 100–300 steps and needed 1.3–1.9× as many as 100 does
-  (``benchmarks/RESULTS.md``, "The hybrid's switch"). The first 40 steps are always
-  subLBFGS's: where subLBFGS is fast to the end, its loose gap made the pace rule switch
-  at step 14 (Letter-like Crammer–Singer at λ = 1e-5: 101 steps to 1e-3, 65 with the
-  minimum, subLBFGS alone 45), at a cost of 0–13 % more steps where the rule would have
-  switched after 20–39 steps (binary sets, digits even/odd).
+  the gap stops shrinking": subLBFGS's own gap is loose (a large fraction of J at small
+  λ, even where J is already close to J*), so that rule would switch at the first window,
+  also where subLBFGS is still fast. subLBFGS's tail stalls because its memory is smaller
+  than the rank of the margin set. A short horizon switches as soon as subLBFGS slows,
+  before its tail: a long one keeps it in that tail, and the whole run takes more steps.
+  The first 40 steps are always subLBFGS's: where subLBFGS is fast to the end, its loose
+  gap can make the pace rule switch within the first few windows, to a slower BMRM; the
+  minimum costs a few steps where the rule would have switched soon after it (measured:
+  docs/design.md, "Measured design choices").
 - Phase 2, BMRM with the exact line search (`BMRM(line_search="exact")`, Yu et al. 2010, Sec. 7.4,
   with its default proximity term, `nsjax.solvers.bmrm`) from the current iterate, its
   bundle started from the cut taken there. With
   ``keep_cuts=True`` it also keeps phase 1's last ``capacity`` cuts: its model is then
   faithful at once and its dual starts at least at the best D(ū) (each single cut is a
-  feasible dual point), which saves steps on some problems (Letter-like, λ = 1e-5: 77
-  against 101 steps to 1e-3). It is off by default because after an early switch those
-  cuts, taken at subLBFGS's first iterates, can hold the bundle method back for good: on
-  the Scene-like multilabel set (separable at λ ≤ 1e-4) its lower bound stayed at 40 % of
-  J* for thousands of steps, every cut active, whatever the capacity. The loop keeps the
+  feasible dual point), which saves steps on some problems. It is off by default because
+  after an early switch those cuts, taken at subLBFGS's first iterates, can hold the bundle
+  method back for good: on separable data at small λ its lower bound can stay far below J*
+  for thousands of steps, every cut active, whatever the capacity. The loop keeps the
   best lower bound of both phases (`Best`) either way. Problems whose loss gives no lines
   get plain qp-BMRM.
+
+The seam: the hybrid calls on its phases only the methods of `QuasiNewtonPhase` (phase 1)
+and `BundlePhase` (phase 2) and reads only the state fields they document
+(`nsjax.solvers.phases`); ``tests/test_hybrid_seam.py`` checks it.
 
 References: see docs/references.md.
 """
@@ -54,24 +54,16 @@ import jax.numpy as jnp
 from nsjax.checks import MAX_STEPS
 from nsjax.results import RESULTS
 from nsjax.solvers._options import Options, solver_options
-from nsjax.solvers.base import Core, Solver, count, counters
-from nsjax.solvers.bmrm import (
-    BMRM,
-    BUNDLE_COUNTERS,
-    BundleState,
-    check_bundle_problem,
-    cut_point_at,
-    no_cut,
-    terminate_bundle,
-)
-from nsjax.solvers.line_search import ExactLineSearch
-from nsjax.solvers.sublbfgs import PendingUpdate, SubLBFGS, SubQNState, certify_at_end
+from nsjax.solvers.base import Core, Solver, count
+from nsjax.solvers.bmrm import BMRM, BUNDLE_TAKES, BundleState
+from nsjax.solvers.capabilities import Takes
+from nsjax.solvers.sublbfgs import SubLBFGS, SubQNState
 
 
 class HybridState(NamedTuple):
     core: Core  # the active phase's iterate; stats: both phases' counters and the switch
-    sub: SubQNState  # phase 1
-    bundle: BundleState  # phase 2; during phase 1 its A, b, valid, age collect the cuts
+    sub: SubQNState  # phase 1 (`QuasiNewtonPhase`)
+    bundle: BundleState  # phase 2 (`BundlePhase`); during phase 1 it collects the cuts
     phase: jax.Array  # 0: subLBFGS, 1: BMRM
     lower: jax.Array  # the best lower bound so far (for the switch rule)
     recent: jax.Array  # J of the last window + 1 steps, oldest first
@@ -87,10 +79,12 @@ class Hybrid(Solver):
     closed by the bundle method. See the module docstring for the switch rule.
 
     Args:
-        sublbfgs: the phase-1 solver, a `SubLBFGS` (or `SubBFGS`); its ``certify`` option
+        sublbfgs: the phase-1 solver, a `SubLBFGS` (or `SubBFGS`), used through
+            `nsjax.solvers.phases.QuasiNewtonPhase`; its ``certify`` option
             also decides whether the hybrid ends with the loss's tight certificate where
             the gap is still open.
-        bmrm: the phase-2 solver, a `BMRM`; its ``capacity`` is also the number of phase-1
+        bmrm: the phase-2 solver, a `BMRM`, used through
+            `nsjax.solvers.phases.BundlePhase`; its ``capacity`` is also the number of phase-1
             cuts kept (``keep_cuts``). With ``line_search="exact"`` on a loss without
             lines, plain qp-BMRM is used. `check` refuses, before compiling, a subLBFGS
             memory and a capacity whose buffers do not fit in the machine's memory
@@ -122,9 +116,10 @@ class Hybrid(Solver):
     keep_cuts: bool = False
     min_sublbfgs_steps: int = 40
 
-    #: With a bias, phase 2 starts with an empty bundle: phase 1's cuts have Σū ≠ 0, so
-    #: they bound R̃(w) = min_b R(Xw + b) by −inf (`nsjax.solvers.bias`).
-    supports_bias: ClassVar[bool] = True
+    #: Its phase 2's (`BUNDLE_TAKES`). With a bias, phase 2 starts with an empty bundle:
+    #: phase 1's cuts have Σū ≠ 0, so they bound R̃(w) = min_b R(Xw + b) by −inf
+    #: (`nsjax.solvers.bias`).
+    takes: ClassVar[Takes] = BUNDLE_TAKES
 
     def __post_init__(self):
         options = Options(self)
@@ -146,25 +141,21 @@ class Hybrid(Solver):
         """Refuse, before compiling, what either phase refuses, and buffers that do not fit
         in the memory of the machine together: subLBFGS's memory
         (`nsjax.solvers.LBFGSMemory.nbytes`) and the bundle (`BMRM.nbytes`)."""
-        check_bundle_problem(problem, "Hybrid (its phase 2 is BMRM; SubLBFGS() has no such "
-                                      "need)")
         sub, bmrm = self.sublbfgs, self.bundle_solver(problem)
         sub.line_search_for(problem).check(problem)
         sub.check_memory(problem, owner=f"Hybrid(sublbfgs={type(sub).__name__}(...))")
-        if bmrm.line_search == "exact":
-            ExactLineSearch().check(problem)
         bmrm.check_memory(problem, (sub.quasi_newton_memory().nbytes(problem),
                                     "the subLBFGS phase's memory"),
                           owner="Hybrid(bmrm=BMRM(...))")
 
     def init(self, problem, w0) -> HybridState:
+        bmrm = self.bundle_solver(problem)
         sub = self.sublbfgs.init(problem, w0)
         dt = problem.dtype
         # w0's subgradient is the first cut, inserted by the first step.
-        a, b = problem.dual_cut(sub.u, sub.S, sub.g - sub.g_reg)
-        bcore = Core(w0, sub.core.value, jnp.asarray(-jnp.inf, dt),
-                     counters(**dict.fromkeys(BUNDLE_COUNTERS, 0)))
-        bundle = self.bundle_solver(problem).empty_start(bcore, sub.S, a, b)
+        a, b = self.sublbfgs.subgradient_cut(problem, sub)
+        bcore = Core(w0, sub.core.value, jnp.asarray(-jnp.inf, dt), bmrm.zero_stats())
+        bundle = bmrm.empty_start(bcore, sub.S, a, b)
         phase = jnp.zeros((), jnp.int32)
         recent = jnp.full(self.window + 1, jnp.nan, dt)
         switched_at = jnp.asarray(-1, jnp.int32)
@@ -172,20 +163,20 @@ class Hybrid(Solver):
                            phase, sub.core.lower, recent, jnp.zeros((), jnp.int32), switched_at)
 
     def step(self, problem, state: HybridState) -> HybridState:
-        bmrm = self.bundle_solver(problem)
+        quasi_newton, bmrm = self.sublbfgs, self.bundle_solver(problem)
         # Both phases start by putting the pending cut into the bundle (phase 1: the cut
         # of the previous step's direction finding; its Gram matrix, not kept up to date
         # in phase 1, is computed once at the switch).
         bundle = bmrm.insert(state.bundle)
         # The big buffers, the cuts A and subLBFGS's memory, stay out of the branches
         # (read-only there) and are written after them: a conditional that returns them
-        # makes XLA copy them at every step.
-        A, mem = bundle.A, state.sub.mem
+        # makes XLA copy them at every step (`nsjax.solvers.phases`: lent buffers).
+        bundle, A = bmrm.take_buffers(bundle)
+        sub, mem = quasi_newton.take_buffers(state.sub)
         phase = state.phase
-        state = state._replace(bundle=bundle._replace(A=None),
-                               sub=state.sub._replace(mem=None), t=state.t + 1)
+        state = state._replace(bundle=bundle, sub=sub, t=state.t + 1)
         state, pending, point = jax.lax.cond(
-            phase == 0, lambda s: self._quasi_newton_step(problem, s, A, mem),
+            phase == 0, lambda s: self._quasi_newton_step(problem, s, mem, bmrm),
             lambda s: self._bundle_approach(problem, s, A, bmrm), state)
         switch = state.phase > phase
         # The cut that phase 2 takes at every step, and with a bias (a cut of R̃ at the best
@@ -193,24 +184,26 @@ class Hybrid(Solver):
         # search and more, compiled wherever it is called).
         cut = jax.lax.cond((phase == 1) | (switch & problem.bias),
                            lambda: bmrm.cut(problem, point.w, point.S),
-                           lambda: no_cut(point))
+                           lambda: bmrm.no_cut(point))
         bundle = jax.lax.switch(
             jnp.where(phase == 1, 1, jnp.where(switch, 2, 0)),
             [lambda: state.bundle,
-             lambda: bmrm.arrive(state.bundle._replace(A=A), point, cut)._replace(A=None),
+             lambda: bmrm.take_buffers(
+                 bmrm.arrive(bmrm.give_buffers(state.bundle, A), point, cut))[0],
              lambda: self._enter_bundle(problem, state.sub, state.bundle, A, cut)])
         core = _core(state.sub.core, bundle.core, state.phase, state.switched_at)
-        sub = self.sublbfgs.commit(state.sub._replace(mem=mem), pending)
-        return state._replace(core=core, bundle=bundle._replace(A=A), sub=sub)
+        sub = quasi_newton.commit(quasi_newton.give_buffers(state.sub, mem), pending)
+        return state._replace(core=core, bundle=bmrm.give_buffers(bundle, A), sub=sub)
 
-    def _quasi_newton_step(self, problem, state: HybridState, A, mem):
+    def _quasi_newton_step(self, problem, state: HybridState, mem, bmrm):
         """Phase 1's step (``state.t`` already counts it): (the state, the memory update
         left for `SubLBFGS.commit`, the `CutPoint` at the new iterate, for the switch)."""
-        sub, d, pending = self.sublbfgs.propose(problem, state.sub._replace(mem=mem))
-        sub = sub._replace(mem=None)
+        quasi_newton = self.sublbfgs
+        sub, d, pending = quasi_newton.propose(problem, quasi_newton.give_buffers(state.sub, mem))
+        sub, _ = quasi_newton.take_buffers(sub)
         # Direction finding's ū at w_t, as the next cut.
-        a, b = problem.dual_cut(d.ubar, state.sub.S, d.gbar - d.rbar)
-        bundle = state.bundle._replace(cut_a=a, cut_b=b)
+        a, b = quasi_newton.direction_cut(problem, state.sub, d)
+        bundle = bmrm.with_cut(state.bundle, a, b)
         lower = jnp.fmax(state.lower, sub.core.lower)
         recent = jnp.concatenate([state.recent[1:], sub.core.value[None]])
         # At the pace of the last `window` steps, J would need more than `horizon` steps to
@@ -221,45 +214,42 @@ class Hybrid(Solver):
         switch = slow | (sub.status != RESULTS.running)
         phase = switch.astype(jnp.int32)
         switched_at = jnp.where(switch, t, state.switched_at)
-        point = cut_point_at(sub.core.w, sub.S, state.bundle)
+        point = bmrm.cut_point_at(state.bundle, sub.core.w, sub.S)
         return state._replace(sub=sub, bundle=bundle, phase=phase, lower=lower,
                               recent=recent, switched_at=switched_at), pending, point
 
     def _enter_bundle(self, problem, sub: SubQNState, bundle: BundleState, A,
                       cut) -> BundleState:
-        """Phase 2's start at subLBFGS's iterate (the bundle state without A); ``cut``:
-        with a bias, `BMRM.cut` there (a cut of R̃ at the best bias)."""
+        """Phase 2's start at subLBFGS's iterate (the bundle state without A; its cuts
+        are phase 1's); ``cut``: with a bias, `BMRM.cut` there (a cut of R̃ at the best
+        bias)."""
         core = Core(sub.core.w, sub.core.value, jnp.asarray(-jnp.inf, sub.core.value.dtype),
                     bundle.core.stats)
         bmrm = self.bundle_solver(problem)
-        # Phase 1's cuts are kept only where asked, and never with a bias (`supports_bias`).
-        kept = bundle.valid if self.keep_cuts and not problem.bias else jnp.zeros_like(
-            bundle.valid)
+        bundle = bmrm.give_buffers(bundle, A)
+        # Phase 1's cuts are kept only where asked, and never with a bias (`takes`).
+        keep = self.keep_cuts and not problem.bias
         if problem.bias:  # a fresh cut of R̃ at subLBFGS's iterate
             w, S, value, a, b = cut
             core = core._replace(w=w, value=value,
                                  stats=count(core.stats, matvecs=1))
-            return bmrm.warm_start(core, S, a, b, A, bundle.b, kept, bundle.age)._replace(A=None)
-        return bmrm.warm_start(core, sub.S, bundle.cut_a, bundle.cut_b, A, bundle.b, kept,
-                               bundle.age)._replace(A=None)
+            return bmrm.take_buffers(bmrm.warm_start(bundle, core, S, keep, cut=(a, b)))[0]
+        return bmrm.take_buffers(bmrm.warm_start(bundle, core, sub.S, keep))[0]
 
     def _bundle_approach(self, problem, state: HybridState, A, bmrm):
         """Phase 2's step up to its cut (`BMRM.approach`)."""
-        bundle, point = bmrm.approach(problem, state.bundle._replace(A=A))
-        w = state.sub.core.w
-        no_update = PendingUpdate(jnp.zeros_like(w), jnp.zeros_like(w), jnp.array(False),
-                                  jnp.array(False))
-        return state._replace(bundle=bundle._replace(A=None)), no_update, point
+        bundle, point = bmrm.approach(problem, bmrm.give_buffers(state.bundle, A))
+        no_update = self.sublbfgs.no_update(state.sub)
+        return state._replace(bundle=bmrm.take_buffers(bundle)[0]), no_update, point
 
     def terminate(self, problem, state: HybridState, best, tol):
         """(done, result): the certified gap, else phase 2's repeated steps (`BMRM`)."""
-        return terminate_bundle(state.bundle.core.stats, best, tol, self.bmrm.capacity)
+        return self.bundle_solver(problem).terminate(problem, state.bundle, best, tol)
 
     def postprocess(self, problem, state: HybridState, best, result, tol):
-        """The loss's tight end-of-run certificate (the hinges), if the gap is still open."""
-        if not (self.sublbfgs.certify and problem.has_dual_certificate):
-            return state, best, result
-        return certify_at_end(problem, state, best, result, tol)
+        """Phase 1's end (`SubLBFGS.postprocess`, on the hybrid's state): the loss's tight
+        certificate (the hinges), if the gap is still open and ``sublbfgs.certify``."""
+        return self.sublbfgs.postprocess(problem, state, best, result, tol)
 
 
 def _core(sub: Core, bundle: Core, phase, switched_at) -> Core:

@@ -142,8 +142,8 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
         b, a: (n, r) offsets and slopes of each example's lines (a loss's ``lines``).
         c_reg, h: the regularizer's slope and curvature along the line (λwᵀp, λ‖p‖²).
         bracket: how the kink before η* is found: "sort" (Alg. 3's way: sort all kinks,
-            cumsum the slope jumps), "bisect" (`_bracket_by_bisection`, no sort), or
-            "multisect" (`_bracket_by_multisection`: the bisection with 16 pieces a pass
+            cumsum the slope jumps), "bisect" (`bracket_by_bisection`, no sort), or
+            "multisect" (`bracket_by_multisection`: the bisection with 16 pieces a pass
             instead of two), or "auto": bisect on CPUs, elsewhere `auto_bracket`. All
             give the same η*, unless the sum and the cumsum of the slope jumps round to
             opposite signs of F at a kink.
@@ -156,15 +156,15 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
     η* = inf {η : F(η) ≥ 0}. Each bracket returns lo with F(lo) < 0 and no kink between lo
     and the first kink where F ≥ 0 (lo = the last kink if there is none); η* is then that
     kink or the root of the quadratic piece after lo (eq. 32), whichever comes first.
-    Sorting is the slowest part of a step on a CPU (50,000 kinks: 11 ms, more than a
-    product with X); the bisection costs about 1 ms there. On a GPU a pass costs its launch
-    more than its bytes, and the multisection's few passes beat both.
+    On a CPU, sorting the kinks can cost more than the step's products with X, and the
+    bisection's O(n) passes far less. On a GPU a pass costs its launch more than its bytes,
+    and the multisection's few passes beat both.
     """
     _check_bracket(bracket)
     c = c_reg + sup_slope_at_zero(b, a)
     eta, jump, rows = kinks(b, a)
     if bracket == "auto":
-        lo = jax.lax.platform_dependent(eta, jump, rows, c, h, cpu=_bracket_by_bisection,
+        lo = jax.lax.platform_dependent(eta, jump, rows, c, h, cpu=bracket_by_bisection,
                                         default=_BRACKETS[auto_bracket(b.shape, b.dtype)])
     else:
         lo = _BRACKETS[bracket](eta, jump, rows, c, h)
@@ -189,11 +189,10 @@ def exact_line_search(b, a, c_reg, h, bracket="auto") -> LineSearchResult:
 
 
 #: Off CPUs "auto" bisects float64 lines from this many examples with two lines each, and
-#: multisects otherwise. On an H100 one search took (multisect / bisect / sort): float32
-#: 0.25 / 0.68 / 1.03 ms at n = 2²⁰ and 0.65 / 0.95 / – at 2²², float64 0.63 / 0.87 / 1.21
-#: at 2²⁰ but 5.72 / 1.93 / – at 2²²; with 26 lines per example (n = 2¹⁴) multisect 0.53
-#: (float64 0.72) against sorting's 0.98 (0.94) and bisection's ~8 ms (RESULTS.md, "The
-#: multisection unrolled").
+#: multisects otherwise: the multisection's few passes win while a pass costs its launch
+#: more than its work, the bisection's lighter passes once float64 work on this many
+#: examples outweighs the launches (`auto_bracket`; measured: docs/design.md, "Measured
+#: design choices").
 BISECT_FROM = 2**22
 
 
@@ -215,7 +214,7 @@ def _check_bracket(bracket):
     check_choice(bracket, "bracket", "exact_line_search", BRACKETS)
 
 
-def _bracket_by_sort(eta, jump, rows, c, h):
+def bracket_by_sort(eta, jump, rows, c, h):
     """lo for `exact_line_search`: sort the kinks, cumsum the jumps, find the first kink
     with F ≥ 0 and return the kink value just below it (0 if none is below)."""
     eta, jump = eta.ravel(), jump.ravel()
@@ -229,7 +228,7 @@ def _bracket_by_sort(eta, jump, rows, c, h):
     return jnp.where(jnp.any(passes), below, last)
 
 
-def _bracket_by_bisection(eta, jump, rows, c, h):
+def bracket_by_bisection(eta, jump, rows, c, h):
     """lo for `exact_line_search` without sorting: bisect [0, last kink] on F.
 
     The integer bit patterns of floats ≥ 0 are in the floats' order, so bisecting them
@@ -238,9 +237,8 @@ def _bracket_by_bisection(eta, jump, rows, c, h):
     sums), and the bisection stops as soon as at most one kink is left in (lo, hi]: then
     one more pass at that kink κ moves lo to κ where F(κ) < 0, so that no kink lies between
     lo and the first kink where F ≥ 0, as if the bracket had shrunk to neighbouring floats.
-    That takes ~10 + log₂(kinks) passes instead of up to 64 (float64, 50,000 examples of two
-    lines: 23 passes, 0.36 against 0.73 ms on the 2-core CPU). Each pass reads only the
-    first `rows` rows of kinks (on Letter-like data 7 of 26: the rest are empty).
+    That takes ~10 + log₂(kinks) passes instead of up to 64 in float64. Each pass reads only
+    the first `rows` rows of kinks (the rest are empty: few examples have many kinks).
     """
     finite = jnp.isfinite(eta)
 
@@ -299,22 +297,20 @@ def _bit_patterns(dtype):
 
 
 #: The multisection's pieces per pass: it evaluates F at MULTISECT_WAYS − 1 points at once.
-#: On an H100 one search at n = 2²⁰ (two lines each, float32) took 0.40 / 0.42 / 0.55 / 0.57
-#: / 0.93 ms with 8 / 16 / 32 / 64 / 128 ways; at n = 2¹⁶ with 26 lines 0.82 / 0.83 / 1.05 /
-#: 1.21 / 1.61 ms. 16 ways: 8 passes in float32, 16 in float64.
+#: 16 ways: 8 passes in float32, 16 in float64. Fewer ways take more passes; more make each
+#: pass dearer than the passes they save (measured: docs/design.md, "Measured design
+#: choices").
 MULTISECT_WAYS = 16
 
 
-def _bracket_by_multisection(eta, jump, rows, c, h):
+def bracket_by_multisection(eta, jump, rows, c, h):
     """lo for `exact_line_search`: the bisection's bracket, cut into `MULTISECT_WAYS`
     pieces per pass instead of two, down to two neighbouring floats. F at 15 points costs
     one read of the kinks like F at one, and the passes drop from ≤ 32 to 8 in float32
     (≤ 64 to 16 in float64): for a GPU, where a pass costs its launch and sync more than
     its bytes. The passes are a fixed number, unrolled (a pass on a bracket already down to
     two neighbouring floats leaves it), because a GPU's while loop reads its condition back
-    to the host after every pass: on an H100 one search at n = 2²⁰ (two lines, float32)
-    took 0.24 ms unrolled against 0.35 ms in a while loop, and the Hybrid's step on the
-    1M × 1M text-like set 1.54 against 1.69 ms. Same η* as the bisection, up to the
+    to the host after every pass. Same η* as the bisection, up to the
     rounding of F's sum where there are several rows of kinks (it sums them in one go: a
     loop over rows would cost a GPU one sync per row and pass)."""
     ways = MULTISECT_WAYS
@@ -342,8 +338,8 @@ def _bracket_by_multisection(eta, jump, rows, c, h):
     return to_float(lo)
 
 
-_BRACKETS = {"sort": _bracket_by_sort, "bisect": _bracket_by_bisection,
-             "multisect": _bracket_by_multisection}
+_BRACKETS = {"sort": bracket_by_sort, "bisect": bracket_by_bisection,
+             "multisect": bracket_by_multisection}
 
 
 def wolfe_line_search(phi, c1=1e-4, c2=0.9, eta0=1.0, max_evals=50) -> LineSearchResult:

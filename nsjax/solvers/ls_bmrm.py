@@ -20,14 +20,16 @@ References: see docs/references.md.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import dataclasses
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from nsjax.solvers._options import solver_options
 from nsjax.solvers.base import Core, Solver, count, counters
-from nsjax.solvers.bmrm import check_bundle_problem
+from nsjax.solvers.bmrm import BUNDLE_TAKES
+from nsjax.solvers.capabilities import Takes
 
 
 class LineSearchBMRMState(NamedTuple):
@@ -53,8 +55,8 @@ class LineSearchBMRM(Solver):
         ['successful', 'successful']
     """
 
-    def check(self, problem):
-        check_bundle_problem(problem, "LineSearchBMRM")
+    #: `BUNDLE_TAKES`, without a bias.
+    takes: ClassVar[Takes] = dataclasses.replace(BUNDLE_TAKES, bias=False)
 
     def init(self, problem, w0) -> LineSearchBMRMState:
         dt = problem.dtype

@@ -89,7 +89,7 @@ class LBFGSMemory:
 
     def check(self, problem, owner=None, option=None, reserved=(0, "")):
         """Refuse (ValueError, before anything is allocated) an ``m`` whose pairs do not fit
-        in the memory of the machine (`nsjax.solvers._options.check_fits`), naming the
+        in the memory of the machine (`nsjax.solvers.check_fits`), naming the
         ``option`` of the solver ``owner`` that set it. Any weight shape works."""
         D, dtype = weights_of(problem)
         m = self.m
@@ -241,7 +241,7 @@ class DenseBFGSMemory:
 
     def check(self, problem, owner="SubBFGS", option="memory", reserved=(0, "")):
         """Refuse (d, K) weights (B would be a (d·K)² matrix), and d whose d × d matrices
-        do not fit in the memory of the machine (`nsjax.solvers._options.check_fits`)."""
+        do not fit in the memory of the machine (`nsjax.solvers.check_fits`)."""
         if len(problem.w_shape) != 1:
             raise ValueError("SubBFGS keeps a dense (d, d) matrix and needs 1-D weights; use "
                              "SubLBFGS for multiclass or multilabel problems.")

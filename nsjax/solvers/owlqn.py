@@ -27,7 +27,7 @@ References: see docs/references.md.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -39,11 +39,11 @@ from nsjax.solvers.base import (
     STALL_WINDOW,
     Core,
     Solver,
-    check_l1_problem,
     count,
     counters,
     terminate_or_stall,
 )
+from nsjax.solvers.capabilities import Takes
 from nsjax.solvers.memory import LBFGSMemory
 
 
@@ -163,11 +163,12 @@ class OWLQN(Solver):
         options.bool("random_subgradient")
         options.int("seed", low=-(2**63), high=2**63 - 1)  # what jax.random.key takes
 
+    #: It models f = R(X·) + the smooth part of λΩ and treats μ‖w‖₁ exactly.
+    takes: ClassVar[Takes] = Takes(losses=("smooth",), regularizer="split")
+
     def check(self, problem):
-        """Refuse, before compiling, a problem that is not a smooth loss + an L1 part, and a
-        ``memory`` whose 2·m·d numbers do not fit in the machine's memory
-        (`nsjax.solvers.LBFGSMemory.nbytes`)."""
-        check_l1_problem(problem, type(self).__name__)
+        """Refuse, before compiling, a ``memory`` whose 2·m·d numbers do not fit in the
+        machine's memory (`nsjax.solvers.LBFGSMemory.nbytes`)."""
         self.quasi_newton_memory().check(problem, type(self).__name__, "memory")
 
     def quasi_newton_memory(self):
@@ -189,7 +190,7 @@ class OWLQN(Solver):
     def start_subgradient(self, problem, state: OWLQNState):
         """The pseudo-gradient ◇, or for ``random_subgradient`` an element of ∂J(w) drawn
         uniformly on the zero coordinates."""
-        w, mu = state.core.w, problem.l1_weight
+        w, mu = state.core.w, problem.mu
         if not self.random_subgradient:
             return min_norm_subgradient(w, state.grad, mu)
         key = jax.random.fold_in(jax.random.key(self.seed), state.t)
@@ -204,7 +205,7 @@ class OWLQN(Solver):
         return p, problem.scores(p), xi, jnp.zeros((), jnp.int32)
 
     def step(self, problem, state: OWLQNState) -> OWLQNState:
-        w, S, value, mu = state.core.w, state.S, state.core.value, problem.l1_weight
+        w, S, value, mu = state.core.w, state.S, state.core.value, problem.mu
         g = self.start_subgradient(problem, state)
         p, dS, xi, iterations = self.direction(problem, state, g)
         # Components that would leave ξ at a zero coordinate never move (OWL-QN* has such

@@ -68,7 +68,7 @@ class OWLQNStar(OWLQN):
         # OWL-QN's orthant: on the zero coordinates the side that the pseudo-gradient ◇
         # points to (none where |∂_i f| ≤ μ: those stay at 0). Taking sign(p_i) instead
         # lets Algorithm 2's inexact p (ε = 1e-5) wake up every zero coordinate by a
-        # little, and the next step put them back to sleep: measured, the support
-        # oscillated by ±10 of 30 coordinates and the run failed.
-        pseudo = min_norm_subgradient(w, state.grad, problem.l1_weight)
+        # little, and the next step puts them back to sleep: the support oscillates
+        # and the run fails.
+        pseudo = min_norm_subgradient(w, state.grad, problem.mu)
         return p, dS, orthant(w, pseudo), d.iterations

@@ -57,19 +57,20 @@ References:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.chain import ChainHinge
 from nsjax.solvers import chain_dual
 from nsjax.solvers._options import Options, solver_options
 from nsjax.solvers.base import Core, Solver, count, counters
+from nsjax.solvers.capabilities import Takes
 from nsjax.solvers.svm_dual import (
+    SVM_TAKES,
     check_lipschitz_options,
-    check_svm_problem,
     primal_of,
     project_dual,
     spectral_norm_sq,
@@ -81,7 +82,9 @@ from nsjax.solvers.svm_dual import (
 class Adjoint(NamedTuple):
     """The pieces of an adjoint D(α) = ⟨ℓ, α⟩ − ‖Xᵀu(α)‖²/(2λ) on a set Q₂ that Alg. 1
     uses: ``gradient(problem, S)`` = ∇D(α) from S = X w(α) (also α_μ(w)'s argument times μ,
-    eq. 23), ``project`` = Π_{Q₂}, ``primal`` = w(α) (eq. 24), ``value`` = D(α) given w(α)."""
+    eq. 23), ``project`` = Π_{Q₂}, ``primal`` = w(α) (eq. 24), ``value`` = D(α) given w(α);
+    ``check(problem, name)`` refuses, before compiling, data the adjoint cannot take
+    (beyond `Pragam.takes`)."""
 
     check: Callable
     gradient: Callable
@@ -91,7 +94,7 @@ class Adjoint(NamedTuple):
 
 
 #: The linear SVM (eq. 21): ∇D(α) = 1 − y∘X w(α), Q₂ the box (cut by Σyα = 0 with a bias).
-SVM = Adjoint(check_svm_problem, lambda problem, S: 1.0 - problem.y * S, project_dual,
+SVM = Adjoint(lambda problem, name: None, lambda problem, S: 1.0 - problem.y * S, project_dual,
               primal_of, svm_dual_value)
 #: M³N on chains (Saha et al. 2009, App. E.1): α the pairwise marginals (`chain_dual`).
 CHAIN = Adjoint(chain_dual.check_chain_problem, chain_dual.gradient, chain_dual.project,
@@ -100,7 +103,7 @@ CHAIN = Adjoint(chain_dual.check_chain_problem, chain_dual.gradient, chain_dual.
 
 def adjoint_of(problem) -> Adjoint:
     """The adjoint Pragam runs on for this problem's loss."""
-    return CHAIN if isinstance(problem.loss, ChainHinge) else SVM
+    return CHAIN if problem.loss.dual_form == "chain" else SVM
 
 
 class PragamState(NamedTuple):
@@ -145,8 +148,8 @@ class Pragam(Solver):
     spectral_norm_sq: float | None = None
     power_iterations: int = 20
 
-    supports_bias: ClassVar[bool] = True
-    supports_sample_weight: ClassVar[bool] = False
+    #: The binary hinge (the adjoint SVM) or ChainHinge (CHAIN), otherwise as `SVM_TAKES`.
+    takes: ClassVar[Takes] = dataclasses.replace(SVM_TAKES, losses=("svm", "chain"))
 
     #: The a-priori bound on the recorded gap (with L ≥ the true constant).
     bound: ClassVar[str] = ("eq. 26: J(w_k) − D(α_k) ≤ 4 L D₂ / ((k+1)(k+2)), D₂ = 1/(2n), "

@@ -3,18 +3,18 @@ scikit-learn's ``solver=`` and the command line's ``--solver``), the default sol
 problem (`default_solver`), and the check that refuses, before compiling, a problem a
 solver cannot solve (`check`), naming the solvers that can.
 
-What a solver takes is declared once, on its class: `Solver.supports_bias`,
-`Solver.supports_sample_weight`, `Solver.geometries`, `Solver.takes_constraints`, and its
-own ``check(problem)`` for the rest (losses, regularizers, options against the problem).
+What a solver takes is declared once, on its class: its ``takes``
+(`nsjax.solvers.capabilities.Takes`); its own ``check(problem)`` refuses the rest (options
+against the problem, buffers against the machine's memory).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from nsjax.problem import is_traced
 from nsjax.solvers._options import lanes as copies
 from nsjax.solvers.agm_ef import AGMEF
+from nsjax.solvers.agm_ef1 import AGMEF1
 from nsjax.solvers.base import Solver
 from nsjax.solvers.bmrm import BMRM
 from nsjax.solvers.hybrid import Hybrid
@@ -26,11 +26,21 @@ from nsjax.solvers.pragam import Pragam
 from nsjax.solvers.sublbfgs import SubBFGS, SubLBFGS
 
 #: The names of the solvers (scikit-learn's ``solver=``, the command line's ``--solver``);
-#: "auto" is `nsjax.solve`'s default for the problem.
+#: "auto" is `nsjax.solve`'s default for the problem. A new solver registers here.
 SOLVERS = {"auto": None, "hybrid": Hybrid, "sublbfgs": SubLBFGS,
            "subbfgs": SubBFGS, "bmrm": BMRM, "ls-bmrm": LineSearchBMRM,
            "oba": OBA, "owlqn": OWLQN, "owlqn*": OWLQNStar,
-           "agm-ef": AGMEF, "pragam": Pragam}
+           "agm-ef": AGMEF, "agm-ef1": AGMEF1, "pragam": Pragam}
+
+#: The default solver of a problem: the first of these that takes it and for which the
+#: condition holds, else the last. The `Hybrid` (subLBFGS, then the exact-line-search BMRM;
+#: it ends with a closed certified gap) where its bundle phase applies; `OBA` for a smooth
+#: loss with an L1 part; `SubLBFGS` for the rest of R^d; `AGMEF(scheme="primal")` for a
+#: regularizer in the entropy geometry or a constraint.
+DEFAULTS = ((Hybrid(), lambda problem: True),
+            (OBA(), lambda problem: problem.coefficient_reg.has_l1),
+            (SubLBFGS(), lambda problem: True),
+            (AGMEF(scheme="primal"), lambda problem: True))
 
 
 def solver_from_name(solver):
@@ -46,63 +56,40 @@ def solver_from_name(solver):
 
 
 def default_solver(problem) -> Solver:
-    """What `solve`, `sweep` and `solve_batch` use when no solver is given: the
-    `Hybrid` (subLBFGS, then the exact-line-search BMRM; it ends with a closed certified
-    gap) where its bundle phase applies (the L2 regularizer and λ > 0, or λ traced);
-    `OBA` for a smooth loss with an L1 part (L1, ElasticNet); `AGMEF(scheme="primal")`
-    for a regularizer in the entropy geometry (`Entropy`) or a constraint
-    (`ElasticNetBall`); else `SubLBFGS`. With a bias: the `Hybrid` where the loss gives its
-    lines (the hinge), else `SubLBFGS`."""
-    lam = problem.lam
-    reg = problem.coefficient_reg
-    if getattr(reg, "geometry", "euclidean") == "entropy" or getattr(reg, "constraint", False):
-        return AGMEF(scheme="primal")
-    # With a bias the bundle phase needs the exact best b (a loss with lines); the L1
-    # methods do not take a bias.
-    if (reg.quadratic and (is_traced(lam) or float(lam) > 0)
-            and (problem.has_lines or not problem.bias)):
-        return Hybrid()
-    if problem.smooth_loss and reg.has_l1 and not problem.bias:
-        return OBA()
-    return SubLBFGS()
+    """What `solve`, `sweep` and `solve_batch` use when no solver is given (`DEFAULTS`)."""
+    for solver, where in DEFAULTS:
+        if solver.takes.refusal(problem) is None and where(problem):
+            return solver
+    return DEFAULTS[-1][0]
 
 
-def _solvers_where(has):
-    """The names of the nsjax solvers whose class satisfies ``has`` (for error messages)."""
-    from nsjax import solvers
+def _label(solver) -> str:
+    """How a message names a solver: its class, with the options that differ from the
+    defaults (e.g. ``AGMEF(scheme='primal')``)."""
+    default = type(solver)()
+    changed = ", ".join(f"{f.name}={getattr(solver, f.name)!r}"
+                        for f in dataclasses.fields(solver)
+                        if getattr(solver, f.name) != getattr(default, f.name))
+    return f"{type(solver).__name__}({changed})"
 
-    found = (getattr(solvers, name) for name in solvers.__all__)
-    return ", ".join(sorted(cls.__name__ for cls in found if isinstance(cls, type)
-                            and issubclass(cls, Solver) and cls is not Solver and has(cls)))
+
+def _takers(problem) -> str:
+    """The registered solvers (each of `Solver.variants`) that take ``problem``."""
+    solvers = (v for cls in dict.fromkeys(SOLVERS.values()) if cls is not None
+               for v in cls.variants())
+    return ", ".join(_label(s) for s in solvers if s.takes.refusal(problem) is None)
 
 
 def check(solver, problem, lanes=1):
-    """Refuse, before compiling, a problem the solver cannot solve: its own ``check`` (with
-    its buffers counted ``lanes`` times: a vmapped program's states), and a bias, sample
-    weights, a prox geometry or a constraint the solver does not take (naming those that
-    do)."""
-    name = type(solver).__name__
-    if problem.bias and not solver.supports_bias:
-        able = _solvers_where(lambda cls: getattr(cls, "supports_bias", False))
-        raise ValueError(
-            f"{name} does not support an unregularized bias (bias=True); "
-            f"use one of {able}, or add a constant column to X instead.")
-    if problem.weighted and not solver.supports_sample_weight:
-        able = _solvers_where(lambda cls: getattr(cls, "supports_sample_weight", False))
-        raise ValueError(f"{name} does not take sample weights (sample_weight=...); use one "
-                         f"of {able}.")
-    reg = problem.coefficient_reg
-    geometry = getattr(problem.reg, "geometry", "euclidean")
-    if geometry not in solver.geometries:
-        able = _solvers_where(lambda cls: geometry in getattr(cls, "geometries", ()))
-        raise ValueError(
-            f"{name} cannot solve with {type(reg).__name__}, whose prox is in the {geometry} "
-            f"geometry (its domain is not all of R^d); use one of {able}.")
-    if getattr(reg, "constraint", False) and not solver.takes_constraints:
-        able = _solvers_where(lambda cls: getattr(cls, "takes_constraints", False))
-        raise ValueError(
-            f"{name} cannot solve with {type(reg).__name__}, a constraint (the indicator of "
-            f"a set, used through its projection); use one of {able} with scheme='primal'.")
+    """Refuse, before compiling, a problem the solver cannot solve: what its ``takes``
+    does not take (naming the solvers that do), then its own ``check`` (with its buffers
+    counted ``lanes`` times: a vmapped program's states)."""
+    refusal = solver.takes.refusal(problem)
+    if refusal is not None:
+        takers = _takers(problem)
+        instead = (f"use one of {takers}" if takers
+                   else "no nsjax solver takes this problem as it is")
+        raise ValueError(f"{type(solver).__name__} {refusal}; {instead}.")
     with copies(lanes):
         solver.check(problem)
 

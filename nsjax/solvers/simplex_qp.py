@@ -78,54 +78,54 @@ def solve_simplex_qp(Q, b, lam, mask, alpha0, iterations=500):
 
 #: The polish solves its KKT system over at most this many slots: where the bundle is larger
 #: and at most this many cuts are free, the free ones are gathered first (else into 5/4 as
-#: many, and so on up to the capacity: `_next_compact`). The system off the free set is the
-#: identity, so the answer is the same, and an LU solve costs c³: at capacity 512 one full
-#: solve took 2.3 ms, one over 128 slots 0.12 ms (on digits' Crammer–Singer at λ = 1e-5
-#: the OCAS-like BMRM at capacity 512 reached 1e-3 in 11.2 s with full solves, 7.5 s with
-#: the gather into 128, 3.3 s with 128 then 256; `bundle_capacity.py` for the 5/4 steps).
+#: many, and so on up to the capacity: `next_compact`). The system off the free set is the
+#: identity, so the answer is the same, and an LU solve costs c³: a large bundle with few
+#: free cuts solves a small system, not one of its full size (measured: docs/design.md,
+#: "Measured design choices").
 COMPACT_SLOTS = 128
 
 
-def _equality_qp(Qm, bm, lam, free, compact=None):
+def equality_qp(Qm, bm, lam, free, compact=None):
     """Minimize ½αᵀQα/λ − bᵀα subject to Σ_free α = 1, α = 0 off ``free`` (a KKT solve).
 
     Returns (α, m) with Q_FF α_F / λ + m 1 = b_F, so the gradient g = Qα/λ − b equals −m
     on the free set. Where the bundle has more than ``compact`` slots and at most that
     many are free, the system is solved over the free slots gathered together; else
-    the same with 5/4 of ``compact`` (`COMPACT_SLOTS`, `_next_compact`).
+    the same with 5/4 of ``compact`` (`COMPACT_SLOTS`, `next_compact`).
     """
     c = bm.shape[0]
     compact = COMPACT_SLOTS if compact is None else compact
     if c <= compact:
-        return _equality_qp_on_slots(Qm, bm, lam, free)
+        return equality_qp_on_slots(Qm, bm, lam, free)
 
     def gathered():
         slots = jnp.nonzero(free, size=compact, fill_value=c)[0]
         used = slots < c  # the rest pad with slot 0, masked out by the solve (α = 0 there)
         slots = jnp.where(used, slots, 0)
-        alpha, m = _equality_qp_on_slots(Qm[slots[:, None], slots], bm[slots], lam, used)
+        alpha, m = equality_qp_on_slots(Qm[slots[:, None], slots], bm[slots], lam, used)
         return jnp.zeros(c, alpha.dtype).at[slots].add(alpha), m
 
     return jax.lax.cond(jnp.sum(free) <= compact, gathered,
-                        lambda: _equality_qp(Qm, bm, lam, free, _next_compact(compact)))
+                        lambda: equality_qp(Qm, bm, lam, free, next_compact(compact)))
 
 
-def _next_compact(compact):
-    """The next gather size: 5/4 of ``compact``, up to a multiple of 8. (Doubling made the
-    solve up to 8 times dearer than it need be: with 137 cuts of 256 free, each pass of
-    the polish solved over all 256 slots, 0.45 ms, against 0.2 ms over 160.)"""
+def next_compact(compact):
+    """The next gather size: 5/4 of ``compact``, up to a multiple of 8. (Doubling would make
+    the c³ solve up to 8 times dearer than it need be, for a free set just past a power of
+    two; 5/4 at most about twice.)"""
     return -(-(5 * compact) // 32) * 8
 
 
-def _equality_qp_on_slots(Qm, bm, lam, free):
-    """`_equality_qp` as one KKT system over all the slots."""
+def equality_qp_on_slots(Qm, bm, lam, free):
+    """`equality_qp` as one KKT system over all the slots, ``free`` a boolean mask: what
+    the gathered solves must equal (α = 0 off ``free``)."""
     c = bm.shape[0]
     K = jnp.where(free[:, None] & free[None, :], Qm / lam, 0.0)
     # Identity rows off the free set, and on it a ridge of relative size eps: Q is a Gram
     # matrix of rank at most the weights' dimension (and cuts repeat), so Q_FF is singular
     # once more cuts are free than that, and the KKT system with it. Unridged, the solve
-    # returned garbage there: the polish was rejected (a stage-1 answer 0.4 off on
-    # repeated cuts) or cycled to its pass cap (1 BMRM step in 6 on multilabel problems).
+    # returns garbage there: the polish is rejected (the stage-1 answer far off on
+    # repeated cuts) or cycles to its pass cap.
     ridge = jnp.finfo(K.dtype).eps * jnp.maximum(jnp.max(jnp.abs(jnp.diag(K))), 1.0)
     K = K + jnp.diag(jnp.where(free, ridge, 1.0))
     ones = jnp.where(free, 1.0, 0.0)
@@ -153,7 +153,7 @@ def _polish(Qm, bm, lam, mask, x, f, max_iterations=None):
 
     def body(carry):
         alpha, free, _, it = carry
-        target, m = _equality_qp(Qm, bm, lam, free)
+        target, m = equality_qp(Qm, bm, lam, free)
         feasible = jnp.all(target >= -tol)
         # Blocking step towards target: the largest τ ≤ 1 keeping α ≥ 0.
         shrinking = free & (target < alpha) & (target < 0)

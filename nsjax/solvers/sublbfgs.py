@@ -27,7 +27,7 @@ References:
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -37,15 +37,16 @@ from nsjax.solvers._options import Options, check_constants, int_rule, solver_op
 from nsjax.solvers.base import (
     STALL_WINDOW,
     Core,
-    Solver,
     converged,
     count,
     counters,
     terminate_or_stall,
 )
+from nsjax.solvers.capabilities import Takes
 from nsjax.solvers.direction import find_direction
 from nsjax.solvers.line_search import ExactLineSearch, WolfeLineSearch
 from nsjax.solvers.memory import DenseBFGSMemory, LBFGSMemory, curvature_ok
+from nsjax.solvers.phases import QuasiNewtonPhase
 
 
 class PendingUpdate(NamedTuple):
@@ -75,7 +76,7 @@ class SubQNState(NamedTuple):
 
 
 @solver_options
-class SubLBFGS(Solver):
+class SubLBFGS(QuasiNewtonPhase):
     """subLBFGS (Yu et al. 2010, Alg. 1 with the L-BFGS memory of Sec. 2.5).
 
     Args:
@@ -173,15 +174,19 @@ class SubLBFGS(Solver):
             return WolfeLineSearch(self.c1, self.c2)
         return ls
 
-    #: Only the problem's oracles are used: the bias row is one more coordinate.
-    supports_bias: ClassVar[bool] = True
+    @property
+    def takes(self) -> Takes:
+        """Any loss and regularizer in R^d, and a bias (only the problem's oracles are used:
+        the bias row is one more coordinate); with the exact line search, a loss that
+        gives its lines."""
+        exact = self.line_search == "exact" or isinstance(self.line_search, ExactLineSearch)
+        return Takes(losses=("lines",) if exact else ("any",), bias=True)
 
     def check(self, problem):
-        """Refuse, before compiling, a line search the problem cannot take, and a memory
-        whose buffers do not fit in the memory of the machine (`LBFGSMemory.nbytes`:
-        2·m·d numbers for d weights; `DenseBFGSMemory.nbytes`: 3·d²)."""
+        """Refuse, before compiling, a memory whose buffers do not fit in the memory of the
+        machine (`LBFGSMemory.nbytes`: 2·m·d numbers for d weights;
+        `DenseBFGSMemory.nbytes`: 3·d²)."""
         self.check_memory(problem)
-        self.line_search_for(problem).check(problem)
 
     def check_memory(self, problem, reserved=(0, ""), owner=None):
         """The size check of `check`, with ``reserved`` = (bytes, what) taken by other
@@ -214,7 +219,7 @@ class SubLBFGS(Solver):
 
     def advance(self, problem, state: SubQNState):
         """One step of Alg. 1: (the next state, the `Direction` found at w_t), so that a
-        caller (the hybrid) can reuse direction finding's aggregated subgradient."""
+        caller can reuse direction finding's aggregated subgradient."""
         new, d, pending = self.propose(problem, state)
         return self.commit(new, pending), d
 
@@ -273,6 +278,34 @@ class SubLBFGS(Solver):
             status=status.astype(jnp.int32),
         ), d, PendingUpdate(*pair, move, restart)
 
+    # -- the rest of the phase's seam (`QuasiNewtonPhase`: the hybrid's phase 1) ------------
+    @staticmethod
+    def no_update(state: SubQNState) -> PendingUpdate:
+        """The `PendingUpdate` that `commit` skips."""
+        w = state.core.w
+        return PendingUpdate(jnp.zeros_like(w), jnp.zeros_like(w), jnp.array(False),
+                             jnp.array(False))
+
+    @staticmethod
+    def subgradient_cut(problem, state: SubQNState):
+        """(a, b): the cut of the risk from the subgradient at w_t, g = g_reg + Xᵀu."""
+        return problem.dual_cut(state.u, state.S, state.g - state.g_reg)
+
+    @staticmethod
+    def direction_cut(problem, state: SubQNState, direction):
+        """(a, b): the cut of the risk from direction finding's ū at ``state``'s w_t."""
+        return problem.dual_cut(direction.ubar, state.S, direction.gbar - direction.rbar)
+
+    @staticmethod
+    def take_buffers(state: SubQNState):
+        """(the state without its memory, the memory: (m, d) pairs, or d × d)."""
+        return state._replace(mem=None), state.mem
+
+    @staticmethod
+    def give_buffers(state: SubQNState, buffers) -> SubQNState:
+        """The state with its memory ``buffers`` back in."""
+        return state._replace(mem=buffers)
+
     def terminate(self, problem, state: SubQNState, best, tol):
         """(done, result): the certified gap, then failures, then the stall rule."""
         return terminate_or_stall(state.core.value, state.recent, state.status, best, tol,
@@ -280,7 +313,8 @@ class SubLBFGS(Solver):
 
     def postprocess(self, problem, state: SubQNState, best, result, tol):
         """Where the loss has a tight certificate (the hinges) and the run is not yet
-        certified, tighten the lower bound with it (``certify``)."""
+        certified, tighten the lower bound with it (``certify``). Reads and changes only
+        ``state.core``: also the hybrid's end (`QuasiNewtonPhase.postprocess`)."""
         if not (self.certify and problem.has_dual_certificate):
             return state, best, result
         return certify_at_end(problem, state, best, result, tol)

@@ -15,10 +15,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.hinge import Hinge
-from nsjax.problem import is_traced
 from nsjax.projections import box_section_in_range
 from nsjax.solvers.bias import best_bias
+from nsjax.solvers.capabilities import Takes
 
 
 def estimate_spectral_norm_sq(X, iterations: int = 20, key=None):
@@ -62,44 +61,17 @@ def top_eigenpair(X, iterations: int = 20, weights=None, key=None):
     return rayleigh, v
 
 
-def check_svm_problem(problem, name, any_regularizer=False):
-    """The Nesterov SVM solvers work on the adjoint (21) of the binary hinge with L2; with
-    ``any_regularizer`` (AGM-EF's primal scheme, which needs only Ψ's prox and ∇f) L1, the
-    elastic net and the entropy too (Zhang et al. 2010, Examples 2 and 5), and a smooth loss with
-    one score per example (f = R(Xw) itself, no smoothing: Logistic, Squared), or a loss
-    that gives its own smoothing (``smoothed``: `nsjax.losses.MaxScore`)."""
-    smooth = ((problem.smooth_loss or hasattr(problem.loss, "smoothed"))
-              and problem.num_outputs is None)
-    if any_regularizer and smooth:
-        if problem.bias:
-            raise ValueError(f"{name} takes a bias with the hinge only (its b comes from exact "
-                             "line searches on the hinge's lines); use SubLBFGS() for "
-                             f"{type(problem.loss).__name__} with a bias.")
-    elif not isinstance(problem.loss, Hinge):
-        also = (" (AGMEF(scheme='primal') also takes Logistic, Squared and MaxScore)"
-                if name.startswith("AGMEF") else "")
-        raise ValueError(
-            f"{name} solves the binary hinge (nsjax.losses.Hinge) with L2 through its dual "
-            f"(Saha et al. 2009, eq. 21){also}; got {type(problem.loss).__name__}. Use "
-            "SubLBFGS() or the default solver for other losses.")
-    reg = problem.coefficient_reg
-    if getattr(reg, "geometry", "euclidean") != "euclidean" and not any_regularizer:
-        raise ValueError(f"{name} solves in the dual, where {type(reg).__name__} has no "
-                         "closed form; use AGMEF(scheme='primal') (the default solver for it).")
-    if not (reg.quadratic or any_regularizer):
-        also = (" (AGMEF(scheme='primal') also takes L1, ElasticNet, Entropy and ElasticNetBall)"
-                if name.startswith("AGMEF") else "")
-        raise ValueError(f"{name} needs the L2 regularizer (w(α) = Xᵀ(y∘α)/λ, eq. 24){also}; "
-                         f"got {type(reg).__name__}. Use SubLBFGS() for other regularizers.")
-    if not is_traced(problem.lam) and not float(problem.lam) > 0:
-        raise ValueError(f"{name} needs lam > 0 (the dual's Lipschitz constant is "
-                         "σ_max(X)²/λ).")
+#: What the Nesterov SVM solvers take on the adjoint (21): the binary hinge with L2
+#: (w(α) = Xᵀ(y∘α)/λ, eq. 24), λ > 0 (the dual's Lipschitz constant is σ_max(X)²/λ) and a
+#: bias; not sample weights (they work on the hinge's dual box itself).
+SVM_TAKES = Takes(losses=("svm",), regularizer="l2", bias=True, sample_weight=False,
+                  positive_strength=True)
 
 
 def check_lipschitz_options(options):
     """The options ``spectral_norm_sq`` (σ_max(X)², a finite number > 0, or None) and
     ``power_iterations`` (an int >= 1), checked and normalized by ``options``
-    (`nsjax.solvers._options.Options` of the solver)."""
+    (`nsjax.solvers.Options` of the solver)."""
     options.real("spectral_norm_sq", 0, low_open=True, none=True, example=1.0)
     options.int("power_iterations", low=1)
 
