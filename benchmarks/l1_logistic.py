@@ -788,7 +788,7 @@ def print_table(results: dict, targets: tuple[float, ...]) -> list[str]:
 
 
 def print_table2(results: dict) -> list[str]:
-    lines = ["", "nsjax solvers, paper 002 Table 2 style: counts at the first step with "
+    lines = ["", "nsjax solvers, Keskar et al. (2016) Table 2 style: counts at the first step with "
              "relative error <= 1e-6 (timing run stopped there) / at the end of the full run"]
     head = (f"{'problem':38s} {'mu':>6s} {'solver':16s} {'steps':>11s} {'CG iters':>13s} "
             f"{'ls evals':>13s} {'f evals':>13s} {'matvecs':>15s} {'final gap':>10s}")

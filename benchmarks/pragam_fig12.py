@@ -492,7 +492,7 @@ def main(argv: list[str] | None = None) -> None:
     ]
     print("\n" + "\n".join(notes))
     payload = {
-        "benchmark": "paper 004 Fig. 1-2: binary hinge SVM, J(w) = lam/2 ||w||^2 + "
+        "benchmark": "Saha et al. (2009) Fig. 1-2: binary hinge SVM, J(w) = lam/2 ||w||^2 + "
                      "mean(max(0, 1 - y Xw)); err_t = (min_{t'<=t} J(w_t') - J*) / J*",
         "mode": "quick" if args.quick else "full", "caps": dataclasses.asdict(caps),
         "lams": LAMS, "targets": TARGETS, "liblinear_tol": LIBLINEAR_TOL,

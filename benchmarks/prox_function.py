@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> None:
     ]
     print("\n" + "\n".join(notes), flush=True)
     payload = {
-        "benchmark": "paper 003 Sec. 5.6: AGMEF / AGMEF1 primal scheme, prox_function "
+        "benchmark": "Zhang et al. (2010) Sec. 5.6: AGMEF / AGMEF1 primal scheme, prox_function "
                      "uniform vs optimized, steps to a certified gap",
         "mode": "quick" if args.quick else "full", "config": dataclasses.asdict(cfg),
         "tol": TOL, "epsilon": EPSILON, "weight_floor": WEIGHT_FLOOR, "noise": NOISE,
