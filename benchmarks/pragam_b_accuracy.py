@@ -509,8 +509,8 @@ def main(argv: list[str] | None = None) -> None:
     ]
     print("\n" + "\n".join(notes))
     payload = {
-        "benchmark": "Saha et al. (2009) Fig. 3-4: test accuracy vs time, Pragam-b and peers, binary "
-                     "hinge SVM with an unregularized bias",
+        "benchmark": "Saha et al. (2009) Fig. 3-4: test accuracy vs time, Pragam-b and peers, "
+                     "binary hinge SVM with an unregularized bias",
         "mode": "quick" if args.quick else "full", "caps": dataclasses.asdict(caps),
         "lams": LAMS, "acc_window": ACC_WINDOW, "test_size": TEST_SIZE,
         "split_seed": SPLIT_SEED, "intercept_scaling": INTERCEPT_SCALING,

@@ -91,7 +91,7 @@ import numpy as np
 
 import nsjax
 from nsjax.solvers.agm_ef import WEIGHT_FLOOR
-from nsjax.solvers.svm_dual import top_eigenpair
+from nsjax.testing import top_eigenpair
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import HERE, machine, pyplot, save_figure, save_json, timed_solve  # noqa: E402

@@ -20,13 +20,13 @@ Measured inside the pytest process, by the plugin:
 
 - the wall time from the plugin's import (before collection) to the end of the session;
 - JAX's tracing, lowering and compiling, from JAX's monitoring events
-  (``jax._src.monitoring``): the seconds per event name (``/jax/core/compile/
+  (``jax.monitoring``): the seconds per event name (``/jax/core/compile/
   jaxpr_trace_duration``, ``jaxpr_to_mlir_module_duration``, ``backend_compile_duration``),
   and, as the headline "compile+trace" time, the union of those events' time spans (a
   trace of a jitted function nested in another's is counted once, not twice). The
   compile share is that union over the wall time;
-- nsjax's programs: compiled (``Program._compile``) or loaded from nsjax's disk cache
-  (``nsjax.programs._read``), their counts and seconds, and ``loaded_count()`` at the end,
+- nsjax's programs: compiled or loaded from nsjax's disk cache
+  (``nsjax.testing.record_programs``), their counts and seconds, and ``loaded_count()`` at the end,
   where `nsjax.programs` has them;
 - the calls of each estimator's ``fit`` (the proof that nsjax's classes were used), with
   the seconds spent in them and the calls that raised;
@@ -148,11 +148,10 @@ PLUGIN_SOURCE = textwrap.dedent('''\
 
 
     if MODE == "nsjax":
-        from jax._src import monitoring
+        from jax import monitoring
 
         monitoring.register_event_duration_secs_listener(on_duration)
-        if hasattr(monitoring, "register_event_time_span_listener"):
-            monitoring.register_event_time_span_listener(on_span)
+        monitoring.register_event_time_span_listener(on_span)
 
 
     def count_fit(classes, prefix):
@@ -194,35 +193,10 @@ PLUGIN_SOURCE = textwrap.dedent('''\
     def count_programs():
         """Count nsjax's compiled programs and those loaded from its disk cache."""
         try:
-            import nsjax.programs as programs
+            from nsjax.testing import record_programs
         except ImportError:
             return
-        stats = state["programs"]
-        if hasattr(programs, "Program") and "_compile" in vars(programs.Program):
-            original_compile = programs.Program._compile
-            stats.update(compiled=0, compile_s=0.0)
-
-            def _compile(self, *args, **kwargs):
-                t0 = time.perf_counter()
-                try:
-                    return original_compile(self, *args, **kwargs)
-                finally:
-                    stats["compiled"] += 1
-                    stats["compile_s"] += time.perf_counter() - t0
-
-            programs.Program._compile = _compile
-        if callable(getattr(programs, "_read", None)):
-            original_read = programs._read
-            stats.update(disk_hits=0, disk_misses=0, read_s=0.0)
-
-            def _read(*args, **kwargs):
-                t0 = time.perf_counter()
-                compiled = original_read(*args, **kwargs)
-                stats["disk_hits" if compiled is not None else "disk_misses"] += 1
-                stats["read_s"] += time.perf_counter() - t0
-                return compiled
-
-            programs._read = _read
+        record_programs(state["programs"])
 
 
     ORIGINALS = {}  # scikit-learn's class -> nsjax's

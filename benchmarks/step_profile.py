@@ -61,8 +61,8 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 
 import nsjax  # noqa: E402
-from nsjax.solvers.direction import find_direction  # noqa: E402
 from nsjax.solvers.line_search import ExactLineSearch, kinks  # noqa: E402
+from nsjax.testing import find_direction  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LAM, DENSITY, SEED, MEMORY, WARM_STEPS, REPEATS = 1e-5, 0.0025, 0, 15, 30, 7

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nsjax.checks import real_array
+from nsjax._checks import real_array
 from nsjax.losses.chain import ChainHinge, viterbi
 from nsjax.problem import Problem
 from nsjax.regularizers import L2

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nsjax.checks import MAX_STEPS
+from nsjax._checks import MAX_STEPS
 
 MODEL_FORMAT = "nsjax-linear-model-1"
 LOSSES = ("hinge", "logistic", "squared", "multiclass")
@@ -443,7 +443,7 @@ def _regularizer(name, strength, l1_ratio):
 
 def _strength(args, n, dt) -> float:
     """λ from --lam or --C (λ = 1 / (C n)), checked as it will be held in ``dt``."""
-    from nsjax.checks import held_strength
+    from nsjax._checks import held_strength
 
     if args.lam is not None:
         strength, given, fix = args.lam, f"--lam {args.lam:g} gives lambda", "change --lam."
@@ -644,8 +644,8 @@ def bench(args) -> int:
 
     jax.config.update("jax_enable_x64", True)
     import nsjax
+    from nsjax._checks import max_strength
     from nsjax._optional import sklearn_module
-    from nsjax.checks import max_strength
 
     try:  # scikit-learn is optional (the sklearn extra)
         sklearn_module("sklearn", "python -m nsjax bench (LIBLINEAR, the bundled data)")

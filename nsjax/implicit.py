@@ -49,8 +49,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nsjax.regularizers import L1, L2, ElasticNet
-
 __all__ = ["implicit_solution"]
 
 #: Caps on the conjugate-gradient iterations of the backward pass.
@@ -152,11 +150,11 @@ def _transposed_solution(problem, w, v):
     """(F, u, solved): the optimality conditions F(θ) at the fixed solution (a function of
     the problem alone), the solution u of (∂F/∂w)ᵀ u = v, and whether u solves it."""
     reg = problem.coefficient_reg
-    if problem.loss.smooth and isinstance(reg, (L2, L1, ElasticNet)):
+    # The split f + μ‖·‖₁ (L2, L1, ElasticNet), and the binary hinge's dual with L2: what the
+    # loss and the regularizer declare, not their classes.
+    if problem.loss.smooth and (reg.quadratic or reg.has_l1):
         return _smooth_conditions(problem, w, v)
-    from nsjax.losses import Hinge
-
-    if type(problem.loss) is Hinge and isinstance(reg, L2):
+    if problem.loss.dual_form == "svm" and reg.quadratic:
         if problem.weighted:
             raise NotImplementedError("the derivative of a hinge solution with sample weights "
                                       "is not implemented (smooth losses take them).")

@@ -177,7 +177,7 @@ def _check_common(problem, w0, max_steps, tol):
     Checked as they will be used: tol and w0 after the cast to the problem's dtype, and
     J(w0) finite (one product with X); max_steps at most `nsjax.problem.MAX_STEPS` (10**7:
     the history is allocated up front)."""
-    from nsjax.checks import MAX_STEPS, check_real_scalar, real_array
+    from nsjax._checks import MAX_STEPS, check_real_scalar, real_array
 
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be an nsjax.Problem; got {type(problem).__name__}.")
@@ -437,7 +437,7 @@ def sweep(problem, lams, solver=None, w0=None, max_steps=500, tol=1e-6, *,
 def _check_lams(lams, dtype):
     """``lams`` as a 1-D array of ``dtype``, each strength checked as it will be used (a
     real number, finite, ≥ 0, within the dtype) where it is concrete."""
-    from nsjax.checks import _strength
+    from nsjax._checks import _strength
 
     if is_traced(lams):
         if jnp.ndim(lams) != 1 or jnp.size(lams) == 0:

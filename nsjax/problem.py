@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nsjax.checks import (  # noqa: F401  (MAX_STEPS ... max_strength: public, here too)
+from nsjax._checks import (  # noqa: F401  (MAX_STEPS ... max_strength: public, here too)
     MAX_STEPS,
     _cast_parameters,
     _check_bias,

@@ -76,7 +76,7 @@ except ModuleNotFoundError as error:
 
 import nsjax
 from nsjax import losses, regularizers
-from nsjax.checks import MAX_STEPS, held_strength, max_abs_entry, real_array
+from nsjax._checks import MAX_STEPS, held_strength, max_abs_entry, real_array
 from nsjax.data import round_up
 from nsjax.loop import failure_message
 from nsjax.results import RESULTS

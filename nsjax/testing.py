@@ -11,14 +11,35 @@ Nothing in nsjax imports this module.
 from __future__ import annotations
 
 import contextlib
+import time
 
 from nsjax import loop, programs
+from nsjax._fused_sum import fused_sum
 from nsjax.datasets import _smallest_eigenvalue
+from nsjax.losses._hinge_certificate import hinge_dual_certificate
 from nsjax.projections import _box_section, _chain_marginals_jit
+from nsjax.solvers import _agm_ef_schemes as agm_ef_schemes
 from nsjax.solvers import _options
+from nsjax.solvers._direction import find_direction
+from nsjax.solvers._envelope import envelope_kinks
+from nsjax.solvers._simplex_qp import (
+    equality_qp,
+    equality_qp_on_slots,
+    simplex_qp_objective,
+    solve_simplex_qp,
+)
+from nsjax.solvers._svm_dual import estimate_spectral_norm_sq, smoothed_hinge, top_eigenpair
 
+#: The hooks of this module, and below them the internal routines of nsjax's private modules
+#: re-exported as they are, for their own unit tests and for profiling scripts: direction
+#: finding (Yu et al. 2010, Alg. 2), the multiclass envelope walk, the simplex QP of the bundle
+#: methods, the hinge's dual certificate, the SVM dual's helpers, AGM-EF's scheme objects and
+#: the fused sum.
 __all__ = ["box_section", "chain_marginals", "check_solve_arguments", "isolated_programs",
-           "machine_memory", "progress_timing", "smallest_eigenvalue"]
+           "machine_memory", "progress_timing", "record_programs", "smallest_eigenvalue",
+           "agm_ef_schemes", "envelope_kinks", "equality_qp", "equality_qp_on_slots",
+           "estimate_spectral_norm_sq", "find_direction", "fused_sum", "hinge_dual_certificate",
+           "simplex_qp_objective", "smoothed_hinge", "solve_simplex_qp", "top_eigenpair"]
 
 
 def box_section(m, a, b, lower, upper, weights=None, *, newton_steps: int = 32):
@@ -97,3 +118,29 @@ def isolated_programs():
         yield
     finally:
         programs._refused, programs._warned_write = refused, warned
+
+
+def record_programs(stats: dict) -> None:
+    """From now on, count in ``stats`` the programs this process compiles itself
+    (``compiled``, ``compile_s``: their number and seconds) and its looks into nsjax's disk
+    cache (``disk_hits``, ``disk_misses``, ``read_s``), for profiling scripts (e.g.
+    ``benchmarks/sklearn_suite.py``). For the rest of the process: not undone."""
+    stats.update(compiled=0, compile_s=0.0, disk_hits=0, disk_misses=0, read_s=0.0)
+    compile_, read = programs.Program._compile, programs._read
+
+    def timed_compile(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return compile_(self, *args, **kwargs)
+        finally:
+            stats["compiled"] += 1
+            stats["compile_s"] += time.perf_counter() - start
+
+    def timed_read(*args, **kwargs):
+        start = time.perf_counter()
+        compiled = read(*args, **kwargs)
+        stats["disk_hits" if compiled is not None else "disk_misses"] += 1
+        stats["read_s"] += time.perf_counter() - start
+        return compiled
+
+    programs.Program._compile, programs._read = timed_compile, timed_read

@@ -208,7 +208,7 @@ def test_optimized_prox_function_lowers_the_bound_on_L_times_D():
     # In the direction v*, the ratio of the two quadratic forms is the Cauchy–Schwarz one.
     ratio = (a @ (a / b2)) * b2.sum() / (80 * (a @ a))
     assert ratio <= 1.0 and ratio == pytest.approx(a.sum() ** 2 / (80 * (a @ a)), rel=1e-3)
-    from nsjax.solvers.svm_dual import smoothed_hinge
+    from nsjax.testing import smoothed_hinge
     margins = jnp.asarray(rng.normal(size=80) * 1e-3)
     value, alpha = smoothed_hinge(prob, margins, mu)
     grid = np.linspace(0, 1 / 80, 20001)[None, :]

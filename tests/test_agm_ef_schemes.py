@@ -1,4 +1,4 @@
-"""AGM-EF's schemes as objects (`nsjax.solvers.agm_ef_schemes`): each problem gets the scheme
+"""AGM-EF's schemes as objects (`nsjax.solvers._agm_ef_schemes`): each problem gets the scheme
 and primal risk its structure declares, and every scheme keeps its contract (f and ∇f
 agree, the model minimizer is the argmin, the certificate is a valid bound)."""
 
@@ -13,7 +13,7 @@ import nsjax
 from nsjax import losses as L
 from nsjax import regularizers as R
 from nsjax.solvers import AGMEF, AGMEF1
-from nsjax.solvers import agm_ef_schemes as S
+from nsjax.testing import agm_ef_schemes as S
 
 X, Y, _ = random_binary(7, 12, 4)
 U = np.random.default_rng(2).normal(size=(6, 4))

@@ -11,9 +11,9 @@ import pytest
 from reference import cvxpy_optimum, random_binary
 
 import nsjax
+from nsjax import testing
 from nsjax.projections import project_simplex
-from nsjax.solvers import simplex_qp
-from nsjax.solvers.simplex_qp import simplex_qp_objective
+from nsjax.testing import simplex_qp_objective
 
 VARIANTS = {
     "qp": nsjax.solvers.BMRM(),
@@ -26,7 +26,7 @@ VARIANTS = {
 
 # Compiled as BMRM runs it: one program per bundle size (λ traced). Called eagerly, each
 # call traced and compiled its loops anew.
-solve_simplex_qp = jax.jit(simplex_qp.solve_simplex_qp, static_argnames="iterations")
+solve_simplex_qp = jax.jit(testing.solve_simplex_qp, static_argnames="iterations")
 
 
 def _check_history(sol, J_star, prob):
@@ -350,7 +350,7 @@ def test_kkt_solve_over_the_gathered_free_slots_equals_the_solve_over_all(free_c
     """`equality_qp` gathers the free slots into ``compact`` (16) slots when at most that
     many are free (the system off them is the identity), else into 24, then 32 (5/4 of
     the last, up to a multiple of 8), else solves over all 40: the same α and m."""
-    from nsjax.solvers.simplex_qp import equality_qp, equality_qp_on_slots
+    from nsjax.testing import equality_qp, equality_qp_on_slots
 
     rng = np.random.default_rng(free_count)
     c = 40

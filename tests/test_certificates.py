@@ -1,5 +1,5 @@
 """The band-fitted dual certificates of the multiclass and multilabel hinge
-(`nsjax.losses.max_affine_certificate`; Yu et al. 2010, eqs. 35–43 and 50–54) and the multiclass
+(`nsjax.losses._max_affine_certificate`; Yu et al. 2010, eqs. 35–43 and 50–54) and the multiclass
 hinge's conjugate: every certificate is a lower bound on min J (so J(w) − D bounds the true
 suboptimality), and it closes to 1e-8 at the optimum.
 

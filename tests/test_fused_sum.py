@@ -1,11 +1,12 @@
-"""`nsjax.fused_sum`: jnp.sum's values and derivatives, in one pass with what feeds it on CPUs."""
+"""The fused sum (`nsjax.testing.fused_sum`): jnp.sum's values and derivatives, in one pass
+with what feeds it on CPUs."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nsjax.fused_sum import fused_sum
+from nsjax.testing import fused_sum
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

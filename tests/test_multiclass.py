@@ -21,7 +21,7 @@ from sklearn.svm import LinearSVC
 from test_line_search import search_all
 
 import nsjax
-from nsjax.solvers.envelope import envelope_kinks
+from nsjax.testing import envelope_kinks
 
 MC, ML, L2 = nsjax.losses.MulticlassHinge, nsjax.losses.MultilabelHinge, nsjax.regularizers.L2
 ENVELOPE = jax.jit(envelope_kinks)

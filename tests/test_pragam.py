@@ -14,7 +14,7 @@ from reference import cvxpy_optimum, random_binary
 
 import nsjax
 from nsjax.solvers.pragam import Pragam
-from nsjax.solvers.svm_dual import estimate_spectral_norm_sq
+from nsjax.testing import estimate_spectral_norm_sq
 
 N, D = 60, 6
 

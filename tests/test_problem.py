@@ -12,8 +12,8 @@ from reference import cvxpy_optimum, hinge_objective, random_binary
 
 import nsjax
 from nsjax.programs import compiled_programs
-from nsjax.solvers.direction import find_direction
 from nsjax.solvers.memory import LBFGSMemory
+from nsjax.testing import find_direction
 
 HINGE, L2 = nsjax.losses.Hinge(), nsjax.regularizers.L2
 
@@ -444,7 +444,7 @@ def test_the_gpu_layout_gives_the_same_solutions(monkeypatch, case):
 
 
 def test_band_certificate_is_a_lower_bound_and_tight_near_the_optimum():
-    from nsjax.losses.hinge_certificate import hinge_dual_certificate
+    from nsjax.testing import hinge_dual_certificate
 
     X, y, lam = random_binary(6, 80, 6)
     J_star, w_star = cvxpy_optimum(X, y, lam)

@@ -27,7 +27,7 @@ and may give
   which a problem with an unregularized bias needs for its certified gap (Saha et al. 2009,
   eq. 22); a loss without it refuses ``bias=True``;
 - ``dual_certificate(problem, w, S)``: a tight lower bound on min J near w and the products
-  with X it cost (the hinge's band fit, `nsjax.losses.hinge_certificate`);
+  with X it cost (the hinge's band fit, `nsjax.losses._hinge_certificate`);
 - per-example weights, by subclassing `Weighted` (a ``weights`` field, None by default, and
   each 1/n replaced by the example's mass cᵢ/n), so that ``Problem(..., sample_weight=c)``
   takes them.

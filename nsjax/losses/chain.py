@@ -95,7 +95,7 @@ class ChainHinge(MulticlassLabels, Loss):
     loss-augmented Viterbi (`dscores`), and the default solver (the Hybrid) adds subLBFGS
     steps with the tie-breaking oracle (`argsup`); there is no exact line search (no
     finite set of lines). `nsjax.solvers.Pragam` runs on the dual over the chains'
-    marginal polytope (Saha et al. 2009, App. E; `nsjax.solvers.chain_dual`).
+    marginal polytope (Saha et al. 2009, App. E; `nsjax.solvers._chain_dual`).
 
     Args:
         length: L, the tokens per sequence (static: one compiled program per length).

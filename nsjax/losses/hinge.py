@@ -11,8 +11,8 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
+from nsjax.losses._hinge_certificate import hinge_dual_certificate
 from nsjax.losses.base import Loss, Weighted, active_tol
-from nsjax.losses.hinge_certificate import hinge_dual_certificate
 from nsjax.losses.labels import BinaryLabels
 
 

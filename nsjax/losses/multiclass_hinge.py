@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 
+from nsjax.losses._max_affine_certificate import Pieces, max_affine_dual_certificate
 from nsjax.losses.base import Loss, Weighted, active_tol, near_max, row_argmax, snap_to_max
 from nsjax.losses.labels import MulticlassLabels, checked_delta
-from nsjax.losses.max_affine_certificate import Pieces, max_affine_dual_certificate
 
 
 @jax.tree_util.register_dataclass
@@ -170,5 +170,5 @@ class MulticlassHinge(MulticlassLabels, Weighted, Loss):
 
     def dual_certificate(self, problem, w, S):
         """A tight lower bound on min J near W, and the products with X or Xᵀ it spent: the
-        band fit of `nsjax.losses.max_affine_certificate` on the K pieces per example."""
+        band fit of `nsjax.losses._max_affine_certificate` on the K pieces per example."""
         return max_affine_dual_certificate(problem, w, S, self._pieces(S, problem.y))

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
+from nsjax.losses._max_affine_certificate import Pieces, max_affine_dual_certificate
 from nsjax.losses.base import Loss, near_max, row_argmax, snap_to_max
 from nsjax.losses.labels import MultilabelLabels, checked_delta
-from nsjax.losses.max_affine_certificate import Pieces, max_affine_dual_certificate
 
 
 @jax.tree_util.register_dataclass
@@ -33,7 +33,7 @@ class MultilabelHinge(MultilabelLabels, Loss):
     ``conjugate`` (`Problem.dual_value` then needs the scores at which u is a subgradient).
     The cut of a bundle method knows its γ (`score_cut`), so its intercept is exact.
     The end-of-run certificate (`dual_certificate`) keeps γ and computes its dual value
-    from γ directly (`nsjax.losses.max_affine_certificate`).
+    from γ directly (`nsjax.losses._max_affine_certificate`).
 
     Args:
         delta: (K, K) label loss, delta[z', z] = Δ(z', z) ≥ 0, zero diagonal; None is the
@@ -124,5 +124,5 @@ class MultilabelHinge(MultilabelLabels, Loss):
 
     def dual_certificate(self, problem, w, S):
         """A tight lower bound on min J near W, and the products with X or Xᵀ it spent: the
-        band fit of `nsjax.losses.max_affine_certificate` on the pairs of each example."""
+        band fit of `nsjax.losses._max_affine_certificate` on the pairs of each example."""
         return max_affine_dual_certificate(problem, w, S, self._pieces(S, problem.y))

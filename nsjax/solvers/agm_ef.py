@@ -51,7 +51,7 @@ J_μ(w_k) − D_μ(α_k), the quantity of Theorem 10 that decays linearly when �
 The third scheme of Sec. 5, decreasing smoothness (Sec. 5.2: the excessive gap technique),
 is `nsjax.solvers.Pragam`; AGM-EF-1 (Alg. 3–4) is `nsjax.solvers.AGMEF1`.
 
-Each scheme is an object holding its maps (`nsjax.solvers.agm_ef_schemes`, where their
+Each scheme is an object holding its maps (`nsjax.solvers._agm_ef_schemes`, where their
 contract is written): `DualScheme`, and `PrimalScheme` with its variants in the entropy
 geometry (`EntropyScheme`) and under a constraint (`ConstrainedScheme`), the primal
 scheme's f chosen by the loss's declared capabilities (`PrimalRisk`: the smoothed hinge, a
@@ -81,12 +81,12 @@ import jax
 import jax.numpy as jnp
 
 from nsjax.problem import is_traced
+from nsjax.solvers._agm_ef_schemes import SCHEMES, Scheme
+from nsjax.solvers._agm_ef_schemes import WEIGHT_FLOOR as WEIGHT_FLOOR  # (re-exported)
 from nsjax.solvers._options import Options, solver_options
-from nsjax.solvers.agm_ef_schemes import SCHEMES, Scheme
-from nsjax.solvers.agm_ef_schemes import WEIGHT_FLOOR as WEIGHT_FLOOR  # (re-exported)
+from nsjax.solvers._svm_dual import SVM_TAKES, check_lipschitz_options
 from nsjax.solvers.base import Core, Solver, count, counters
 from nsjax.solvers.capabilities import Takes
-from nsjax.solvers.svm_dual import SVM_TAKES, check_lipschitz_options
 
 PROX_FUNCTIONS = ("uniform", "optimized")
 MAX_RAISES = 64  # raises of L within one step (Alg. 2, steps 8–11): a factor γ_u^64
@@ -255,7 +255,7 @@ class AGMEF(Solver):
             raise ValueError(f"Entropy's cap must be >= 1/d = {1 / d:.3g} for the capped "
                              f"simplex in R^{d} to be non-empty; got cap={float(cap):.3g}.")
 
-    # -- the scheme's maps that callers use (`nsjax.solvers.agm_ef_schemes`) --------------
+    # -- the scheme's maps that callers use (`nsjax.solvers._agm_ef_schemes`) --------------
     def smoothing_and_norm(self, problem):
         """(μ, the σ_max² that `first_lipschitz` takes, products spent). With the optimized
         prox-function (§5.6) μ is a vector, μᵢ = (ε/D) bᵢ² with D = max_{Q₂} d = Σbᵢ²/(2n²)

@@ -5,7 +5,7 @@ Each step adds the cutting plane R(w) ≥ ⟨a, w⟩ + b taken at the current it
 b = R(w) − ⟨a, w⟩, eq. 3 of Smola et al. (2007); exactly, b = −R*(u) or the loss's own intercept:
 `Problem.cut`) to a bundle held in preallocated device buffers, and
 minimizes the model J_t(w) = λ/2 ‖w‖² + max_i (⟨a_i, w⟩ + b_i) through its dual, a QP over
-the simplex with Q = AᵀA/λ (Thm. 2, Cor. 3; `simplex_qp.py`); then w_t = −A α / λ.
+the simplex with Q = AᵀA/λ (Thm. 2, Cor. 3; `_simplex_qp.py`); then w_t = −A α / λ.
 
 Certified gap: every dual point α gives D(α) = −αᵀQα/(2λ) + bᵀα ≤ min J_t ≤ J*, so
 ε_t = min_{t'≤t} J(w_{t'}) − max_{t'≤t} D(α_{t'}) (eq. 4 of Saha et al. 2009, with
@@ -71,13 +71,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from nsjax.results import RESULTS
+from nsjax.solvers._bias import bias_cut
 from nsjax.solvers._options import Options, check_fits, solver_options, weights_of
+from nsjax.solvers._simplex_qp import solve_simplex_qp
 from nsjax.solvers.base import Core, converged, count, counters
-from nsjax.solvers.bias import bias_cut
 from nsjax.solvers.capabilities import Takes
 from nsjax.solvers.line_search import ExactLineSearch
 from nsjax.solvers.phases import BundlePhase
-from nsjax.solvers.simplex_qp import solve_simplex_qp
 
 #: The values of `BMRM.line_search`.
 LINE_SEARCHES = ("none", "exact")
@@ -150,7 +150,7 @@ def bundle_dtype(dtype):
 
 #: What the bundle methods take: their model is minimized through the dual of λ/2‖w‖²
 #: (w = −Aα/λ), so the L2 regularizer and λ > 0; with a bias they model
-#: R̃(w) = min_b R(Xw + b) (`nsjax.solvers.bias`), whose b is found by exact line searches on
+#: R̃(w) = min_b R(Xw + b) (`nsjax.solvers._bias`), whose b is found by exact line searches on
 #: the loss's lines.
 BUNDLE_TAKES = Takes(regularizer="l2", bias="lines", positive_strength=True)
 
@@ -170,7 +170,7 @@ class BMRM(BundlePhase):
             iterate towards the model's minimizer, cut taken just past the line's optimum;
             needs a loss that gives its lines).
         qp_iterations: accelerated projected-gradient iterations of the inner QP per step
-            (an int >= 1), followed by an exact polish on the support (`simplex_qp.py`).
+            (an int >= 1), followed by an exact polish on the support (`_simplex_qp.py`).
             The default 10 only guesses the support for the exact polish that follows:
             more iterations do not change the steps or the optima, they only lengthen
             each step where the QP is a large part of it.
@@ -377,7 +377,7 @@ class BMRM(BundlePhase):
     @staticmethod
     def cut(problem, w, S):
         """(w, S, J(w), a, b): `Problem.cut` at w; with a bias, at w's best bias, a cut of
-        R̃ (`nsjax.solvers.bias.bias_cut`)."""
+        R̃ (`nsjax.solvers._bias.bias_cut`)."""
         if problem.bias:
             return bias_cut(problem, w, S)
         return (w, S, *problem.cut(w, S))

@@ -51,7 +51,7 @@ from typing import ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from nsjax.checks import MAX_STEPS
+from nsjax._checks import MAX_STEPS
 from nsjax.results import RESULTS
 from nsjax.solvers._options import Options, solver_options
 from nsjax.solvers.base import Core, Solver, count
@@ -118,7 +118,7 @@ class Hybrid(Solver):
 
     #: Its phase 2's (`BUNDLE_TAKES`). With a bias, phase 2 starts with an empty bundle:
     #: phase 1's cuts have Σū ≠ 0, so they bound R̃(w) = min_b R(Xw + b) by −inf
-    #: (`nsjax.solvers.bias`).
+    #: (`nsjax.solvers._bias`).
     takes: ClassVar[Takes] = BUNDLE_TAKES
 
     def __post_init__(self):

@@ -20,9 +20,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from nsjax.fused_sum import fused_reduce
+from nsjax._fused_sum import fused_reduce
+from nsjax.solvers._envelope import envelope_kinks
 from nsjax.solvers._options import Options, check_choice, check_constants
-from nsjax.solvers.envelope import envelope_kinks
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class LineSearchResult(NamedTuple):
 def kinks(b, a):
     """All examples' kinks in η > 0 and slope jumps, as (eta, jump, rows): (m, n) arrays
     whose rows from `rows` on hold no kink. The closed form for two lines per example
-    (binary hinge: one row), the envelope walk (`envelope.py`, row t = kink t of each
+    (binary hinge: one row), the envelope walk (`_envelope.py`, row t = kink t of each
     example) for more."""
     if b.shape[-1] == 2:
         eta, jump = kinks_of_two_lines(b, a)

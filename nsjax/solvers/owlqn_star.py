@@ -1,6 +1,6 @@
 """OWL-QN*: OWL-QN with the direction finding of subLBFGS (Yu et al. 2010, Sec. 7.3).
 
-Yu et al. (2010) plug their Algorithm 2 (`nsjax.solvers.direction.find_direction`) into OWL-QN in
+Yu et al. (2010) plug their Algorithm 2 (`nsjax.solvers._direction.find_direction`) into OWL-QN in
 place of the aligned quasi-Newton step: p = descentDirection(g, ε, k_max), with the L1
 oracle argsup_{g∈∂J(w)} gᵀp = ∇f + μ sign(w_i) off zero and μ sign(p_i) on the zero
 coordinates (Sec. 7.3). Everything else is OWL-QN's (`nsjax.solvers.owlqn`): the L-BFGS
@@ -20,8 +20,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from nsjax.regularizers import min_norm_subgradient, orthant
+from nsjax.solvers._direction import find_direction
 from nsjax.solvers._options import Options, solver_options
-from nsjax.solvers.direction import find_direction
 from nsjax.solvers.owlqn import OWLQN, OWLQNState
 
 

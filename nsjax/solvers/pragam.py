@@ -27,7 +27,7 @@ D₂ = max_{Q₂} ‖α‖²/2 = 1/(2n)).
 The same Alg. 1 runs on M³N (`nsjax.losses.ChainHinge`): α is then the chains' pairwise
 marginals, Q₂ their local marginal polytope (exact projection onto it: App. E.3.1,
 `nsjax.projections.project_chain_marginals`), and the maps above are those of
-`nsjax.solvers.chain_dual` (`Adjoint` below names the pieces either dual gives). Eq. 26
+`nsjax.solvers._chain_dual` (`Adjoint` below names the pieces either dual gives). Eq. 26
 holds with D₂ = (L − 1)/(2N²) for N chains of L tokens and that dual's Lipschitz constant
 ‖XᵀB‖²/λ (B: marginals to score rows), which the backtracking below reaches from σ_max(X)²/λ.
 
@@ -64,11 +64,9 @@ from typing import ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from nsjax.solvers import chain_dual
+from nsjax.solvers import _chain_dual as chain_dual
 from nsjax.solvers._options import Options, solver_options
-from nsjax.solvers.base import Core, Solver, count, counters
-from nsjax.solvers.capabilities import Takes
-from nsjax.solvers.svm_dual import (
+from nsjax.solvers._svm_dual import (
     SVM_TAKES,
     check_lipschitz_options,
     primal_of,
@@ -77,6 +75,8 @@ from nsjax.solvers.svm_dual import (
     svm_dual_value,
     with_best_bias,
 )
+from nsjax.solvers.base import Core, Solver, count, counters
+from nsjax.solvers.capabilities import Takes
 
 
 class Adjoint(NamedTuple):

@@ -1,7 +1,7 @@
 """subBFGS and subLBFGS: Yu et al. (2010), Alg. 1 (Sec. 2) and its limited-memory variant
 (Sec. 2.5).
 
-One outer step: find a descent direction p (Alg. 2, `direction.py`), search the line w + ηp
+One outer step: find a descent direction p (Alg. 2, `_direction.py`), search the line w + ηp
 (exactly, Alg. 3 generalised, for losses that give their lines; else by the subgradient Wolfe
 conditions (16)), move, take a subgradient at the new point and update the quasi-Newton
 memory with s = ηp, y = g_{t+1} − g_t (skipped, and counted, when sᵀy is too small). The
@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 
 from nsjax.results import RESULTS
+from nsjax.solvers._direction import find_direction
 from nsjax.solvers._options import Options, check_constants, int_rule, solver_options
 from nsjax.solvers.base import (
     STALL_WINDOW,
@@ -43,7 +44,6 @@ from nsjax.solvers.base import (
     terminate_or_stall,
 )
 from nsjax.solvers.capabilities import Takes
-from nsjax.solvers.direction import find_direction
 from nsjax.solvers.line_search import ExactLineSearch, WolfeLineSearch
 from nsjax.solvers.memory import DenseBFGSMemory, LBFGSMemory, curvature_ok
 from nsjax.solvers.phases import QuasiNewtonPhase
@@ -102,7 +102,7 @@ class SubLBFGS(QuasiNewtonPhase):
             default subgradient (β = ½ on hinges).
         certify: where the loss has a tight certificate (the hinges) and the loop ends
             without a certified gap ≤ tol, spend at most 4 · (2 · 50 + 3) products with X or
-            Xᵀ on one tighter dual point (`nsjax.losses.hinge_certificate`; counted in
+            Xᵀ on one tighter dual point (`nsjax.losses._hinge_certificate`; counted in
             stats["matvecs"]).
 
     ``scaling``, ``certified_subgradient`` and ``certify`` are True or False (not 1 or

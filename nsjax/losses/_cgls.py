@@ -1,7 +1,7 @@
 """CGLS: conjugate gradients on the normal equations of a least-squares fit, matrix-free.
 
-The band-fitted dual certificates (`nsjax.losses.hinge_certificate` for the binary hinge,
-`nsjax.losses.max_affine_certificate` for the multiclass and multilabel hinge) fit the dual
+The band-fitted dual certificates (`nsjax.losses._hinge_certificate` for the binary hinge,
+`nsjax.losses._max_affine_certificate` for the multiclass and multilabel hinge) fit the dual
 coefficients of the examples near a kink to the optimality condition ∇(λΩ)(w) + Xᵀu = 0 of
 Yu et al. (2010): eq. 21 for the binary hinge, eqs. 38–39 and 53 for K classes. That is a
 least-squares problem min_z ‖A z − b‖² with A = Xᵀ (the dual map) restricted to the free
@@ -45,7 +45,7 @@ def cgls(A, At, z0, r0, iterations):
 
     Example:
         >>> import jax.numpy as jnp
-        >>> from nsjax.losses.cgls import cgls
+        >>> from nsjax.losses._cgls import cgls
         >>> M = jnp.array([[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]]); b = jnp.array([2.0, 1.0, 2.0])
         >>> z, steps = cgls(lambda z: M @ z, lambda r: M.T @ r, jnp.zeros(2), b, 10)
         >>> [round(float(v), 12) for v in z], int(steps)

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from nsjax.projections import box_section_in_range
-from nsjax.solvers.bias import best_bias
+from nsjax.solvers._bias import best_bias
 from nsjax.solvers.capabilities import Takes
 
 
@@ -32,7 +32,7 @@ def estimate_spectral_norm_sq(X, iterations: int = 20, key=None):
 
     Example:
         >>> import numpy as np, nsjax
-        >>> from nsjax.solvers.svm_dual import estimate_spectral_norm_sq
+        >>> from nsjax.solvers._svm_dual import estimate_spectral_norm_sq
         >>> X = nsjax.DesignMatrix.from_any(np.diag([3.0, 1.0]))
         >>> round(float(estimate_spectral_norm_sq(X, 30)), 10)
         9.0

@@ -51,7 +51,7 @@ def fused_sum(x, axis: int = -1):
 
     Example:
         >>> import jax.numpy as jnp
-        >>> from nsjax.fused_sum import fused_sum
+        >>> from nsjax._fused_sum import fused_sum
         >>> fused_sum(jnp.arange(6.0).reshape(2, 3), axis=1).tolist()
         [3.0, 12.0]
     """
@@ -68,7 +68,7 @@ def fused_reduce(sums=(), maxima=(), minima=()):
 
     Example:
         >>> import jax.numpy as jnp
-        >>> from nsjax.fused_sum import fused_reduce
+        >>> from nsjax._fused_sum import fused_reduce
         >>> x = jnp.array([3.0, -1.0, 2.0])
         >>> (total, count), (top,), _ = fused_reduce(sums=(x, (x > 0).astype(jnp.int32)),
         ...                                         maxima=(x,))

@@ -21,11 +21,11 @@ multilabel hinge would be a linear program). Where every example has a neutral p
 it scales (U, Σαc) by the same s, so the best scalar multiple is taken at no extra product
 (`nsjax.regularizers.Regularizer.scaled_dual`), as for the binary hinge.
 
-The fit mirrors the binary hinge's (`nsjax.losses.hinge_certificate`): for a few band widths
+The fit mirrors the binary hinge's (`nsjax.losses._hinge_certificate`): for a few band widths
 δ, the pieces within δ of their example's maximum are active and α starts at the uniform
 weights on them. A pass parametrizes each α_i on the face of its support relative to its
 heaviest piece ref, α_i = e_ref + Σ_{j ≠ ref} z_ij (e_j − e_ref) (so Σ_j α_ij = 1), fits
-the free coefficients z by CGLS (`nsjax.losses.cgls`) to the optimality condition
+the free coefficients z by CGLS (`nsjax.losses._cgls`) to the optimality condition
 ∇(λΩ)(w) + Xᵀ U(α) = 0 (λW = −Xᵀ U for L2: eq. 38 with 0 ∈ ∂J), projects each α_i onto
 the simplex over its support (`nsjax.projections.project_simplex`) and evaluates D.
 Examples with one active piece keep that vertex. Unlike the binary hinge's box, the
@@ -45,8 +45,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.cgls import cgls
-from nsjax.losses.hinge_certificate import CGLS_ITERATIONS
+from nsjax.losses._cgls import cgls
+from nsjax.losses._hinge_certificate import CGLS_ITERATIONS
 from nsjax.projections import project_simplex
 
 #: Widths δ of the band of active pieces, relative to max(1, max_j |c_ij + ⟨V_ij, S_i⟩|):

@@ -5,10 +5,10 @@ every β in the box gives D(β) ≤ J*. Direction finding's aggregated subgradie
 that is fractional only where the iterate sits exactly on a hinge; near the optimum the
 true margin set is wider than that, so its gap stalls well above the suboptimality. Here,
 for a few widths δ, the examples with |1 − y_i x_iᵀw| ≤ δ are freed and their β fitted
-by CGLS (`nsjax.losses.cgls`) to the optimality condition λw = Xᵀ(β∘y)/n (the others keep
+by CGLS (`nsjax.losses._cgls`) to the optimality condition λw = Xᵀ(β∘y)/n (the others keep
 β = 1 on errors, 0 on well-classified points); the clipped result is a feasible dual
 point. The multiclass and multilabel hinge do the same on the faces of their
-subdifferentials (`nsjax.losses.max_affine_certificate`). The widths
+subdifferentials (`nsjax.losses._max_affine_certificate`). The widths
 cover the scales a margin point at distance ‖w − w*‖ from the optimum can have.
 
 References: see docs/references.md.
@@ -19,7 +19,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from nsjax.losses.cgls import cgls
+from nsjax.losses._cgls import cgls
 from nsjax.projections import box_section_in_range
 
 #: Widths δ of the freed margin band, relative to max(1, |x_iᵀw|).

@@ -62,7 +62,7 @@ from typing import ClassVar
 
 import jax.numpy as jnp
 
-from nsjax.solvers.svm_dual import (
+from nsjax.solvers._svm_dual import (
     project_dual,
     smoothed_hinge,
     spectral_norm_sq,
@@ -117,7 +117,7 @@ class PrimalRisk:
 class SmoothedHinge(PrimalRisk):
     """The binary hinge smoothed over its dual box Q₂ (Sec. 5.1.1, eq. 53): g*_μ(Xw) =
     max_{α∈Q₂} Σαᵢ(1 − yᵢxᵢᵀw) − μ/2‖α‖², μ = ε/D₂ = 2nε (eq. 57); the dual points are α
-    (`nsjax.solvers.svm_dual.smoothed_hinge`, with a bias too)."""
+    (`nsjax.solvers._svm_dual.smoothed_hinge`, with a bias too)."""
 
     def value(self, problem, S, mu):
         return smoothed_hinge(problem, 1.0 - problem.y * S, mu)[0]
