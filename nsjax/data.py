@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 from jax.experimental import sparse as jsparse
 
-from nsjax.fused_sum import fused_sum
+from nsjax._fused_sum import fused_sum
 
 _WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 # Measured cost of one chunk relative to one padded entry (gather + multiply) on the CPU.
@@ -699,6 +699,45 @@ class DesignMatrix:
         if self.blocks > 1:
             return jax.vmap(lambda rows: rows.row_sq_norms())(self.by_row).reshape(-1)
         return self.by_row.row_sq_norms()
+
+    # -- one row at a time (coordinate methods on the dual: `nsjax.solvers.DualCD`) ----------
+    def row_starts(self) -> jax.Array | None:
+        """For sparse X (not split into blocks): (n + 1,) where each row's chunks begin in
+        ``by_row`` (row i's are ``starts[i]:starts[i + 1]``), for `row_dot` and `row_add`;
+        None for dense X."""
+        if not self.is_sparse:
+            return None
+        rows = jnp.arange(self.shape[0] + 1, dtype=jnp.int32)
+        return jnp.searchsorted(self.by_row.owner, rows, side="left").astype(jnp.int32)
+
+    def row_dot(self, i, w: jax.Array, starts) -> jax.Array:
+        """x_iᵀ w for one row i (traced), w of shape (d,); ``starts`` from `row_starts`."""
+        if not self.is_sparse:
+            return jnp.dot(self.dense[i], w, precision=jax.lax.Precision.HIGHEST)
+        rows = self.by_row
+        total = jnp.zeros((), w.dtype)
+        if rows.head_value is not None:
+            total = jnp.dot(rows.head_value[i], w.at[rows.head_index[i]].get(
+                mode="promise_in_bounds"))
+
+        def chunk(c, total):
+            return total + jnp.dot(rows.value[c], w.at[rows.index[c]].get(
+                mode="promise_in_bounds"))
+
+        return jax.lax.fori_loop(starts[i], starts[i + 1], chunk, total)
+
+    def row_add(self, i, a, w: jax.Array, starts) -> jax.Array:
+        """w + a x_i for one row i (traced) and a scalar a; ``starts`` from `row_starts`."""
+        if not self.is_sparse:
+            return w + a * self.dense[i]
+        rows = self.by_row
+        if rows.head_value is not None:
+            w = w.at[rows.head_index[i]].add(a * rows.head_value[i], mode="promise_in_bounds")
+
+        def chunk(c, w):
+            return w.at[rows.index[c]].add(a * rows.value[c], mode="promise_in_bounds")
+
+        return jax.lax.fori_loop(starts[i], starts[i + 1], chunk, w)
 
     def to_scipy(self) -> sp.csr_matrix | np.ndarray:
         """X as a scipy CSR matrix (sparse data) or a numpy array (dense data)."""

@@ -75,6 +75,8 @@ REGISTRY = [
     Entry("AGMEF-primal-lpboost", S.AGMEF(scheme="primal"), ("maxscore-entropy",),
           rtol=1e-5, max_steps=5000, fast=False),
     Entry("AGMEF1", S.AGMEF1(), ("hinge",), fast=False),
+    # LIBLINEAR's dual coordinate descent (Hsieh et al. 2008): the binary hinge with L2.
+    Entry("DualCD", S.DualCD(), ("hinge",)),
     # O(1/(λε)) steps: 1e-5 in 2000 steps on these problems.
     Entry("LineSearchBMRM", S.LineSearchBMRM(), rtol=1e-4),
     # O(log t/(λt)): 5e-4 on the hinge in 2000 steps.

@@ -15,6 +15,7 @@ from nsjax.solvers.agm_ef1 import AGMEF1
 from nsjax.solvers.base import Best, Core, Solver
 from nsjax.solvers.bmrm import BMRM
 from nsjax.solvers.capabilities import Takes
+from nsjax.solvers.dual_cd import DualCD
 from nsjax.solvers.hybrid import Hybrid
 from nsjax.solvers.line_search import ExactLineSearch, WolfeLineSearch
 from nsjax.solvers.ls_bmrm import LineSearchBMRM
@@ -27,7 +28,7 @@ from nsjax.solvers.registry import SOLVERS, as_solver, check, default_solver, so
 from nsjax.solvers.sublbfgs import SubBFGS, SubLBFGS
 
 __all__ = [
-    "AGMEF", "AGMEF1", "BMRM", "MAX_COUNT", "SOLVERS", "Best", "Core", "DenseBFGSMemory",
+    "AGMEF", "AGMEF1", "BMRM", "MAX_COUNT", "SOLVERS", "Best", "Core", "DenseBFGSMemory", "DualCD",
     "ExactLineSearch", "Hybrid", "LBFGSMemory", "LineSearchBMRM", "OBA", "OWLQN", "OWLQNStar",
     "OptionTypeError", "Options", "Pragam", "Solver", "SubBFGS", "SubLBFGS", "Takes",
     "WolfeLineSearch",

@@ -17,6 +17,7 @@ from nsjax.solvers.agm_ef import AGMEF
 from nsjax.solvers.agm_ef1 import AGMEF1
 from nsjax.solvers.base import Solver
 from nsjax.solvers.bmrm import BMRM
+from nsjax.solvers.dual_cd import DualCD
 from nsjax.solvers.hybrid import Hybrid
 from nsjax.solvers.ls_bmrm import LineSearchBMRM
 from nsjax.solvers.oba import OBA
@@ -30,7 +31,7 @@ from nsjax.solvers.sublbfgs import SubBFGS, SubLBFGS
 SOLVERS = {"auto": None, "hybrid": Hybrid, "sublbfgs": SubLBFGS,
            "subbfgs": SubBFGS, "bmrm": BMRM, "ls-bmrm": LineSearchBMRM,
            "oba": OBA, "owlqn": OWLQN, "owlqn*": OWLQNStar,
-           "agm-ef": AGMEF, "agm-ef1": AGMEF1, "pragam": Pragam}
+           "agm-ef": AGMEF, "agm-ef1": AGMEF1, "pragam": Pragam, "dual-cd": DualCD}
 
 #: The default solver of a problem: the first of these that takes it and for which the
 #: condition holds, else the last. The `Hybrid` (subLBFGS, then the exact-line-search BMRM;

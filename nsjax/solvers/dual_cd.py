@@ -1,0 +1,118 @@
+"""Dual coordinate descent for the linear SVM (Hsieh, Chang, Lin, Keerthi and Sundararajan
+2008, Alg. 1), the method of LIBLINEAR, as a compiled loop with a certified gap.
+
+nsjax's binary hinge problem J(w) = λ/2‖w‖² + (1/n) Σᵢ cᵢ max(0, 1 − yᵢxᵢᵀw) is λ times
+LIBLINEAR's ½‖w‖² + Σᵢ Cᵢ ξᵢ with Cᵢ = cᵢ/(λn) (cᵢ = 1 without sample weights). Its dual
+
+    max_α D(α) = λ (Σᵢ αᵢ − ½‖w(α)‖²),   w(α) = Σᵢ αᵢ yᵢ xᵢ,   0 ≤ αᵢ ≤ Cᵢ,
+
+is maximized one coordinate at a time, each in closed form (Hsieh et al. 2008, eqs. 4–9):
+with G = yᵢ xᵢᵀw − 1 (the partial derivative of −D/λ) and Qᵢᵢ = ‖xᵢ‖²,
+
+    αᵢ ← min(max(αᵢ − G/Qᵢᵢ, 0), Cᵢ),   w ← w + (αᵢ_new − αᵢ) yᵢ xᵢ,
+
+at the cost of one sparse row read and one sparse row update. A step of nsjax's loop is one
+epoch: every coordinate once, in a random order (Sec. 3.1, "random permutation of
+sub-problems"). After each epoch w is recomputed as w(α) = Xᵀ(α∘y) (one product: the
+updates' rounding does not accumulate, so D(α) is a lower bound on min J as computed),
+and J(w(α)) − D(α) is the epoch's certified gap; LIBLINEAR stops on a projected-gradient
+rule that certifies nothing.
+
+Not yet here (Hsieh et al. 2008 and issue's later parts): shrinking (Sec. 3.2), the squared
+hinge, an unregularized bias (two coordinates at once on Σ yᵢαᵢ = 0) and Crammer–Singer.
+
+References: see docs/references.md.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from nsjax.solvers._options import Options, solver_options
+from nsjax.solvers.base import Core, Solver, count, counters
+from nsjax.solvers.capabilities import Takes
+
+
+class DualCDState(NamedTuple):
+    core: Core  # w(α) after the last epoch, J there, D(α), counters
+    alpha: jax.Array  # α, in LIBLINEAR's units: 0 ≤ αᵢ ≤ Cᵢ = cᵢ/(λn)
+    w: jax.Array  # w(α) = Σ αᵢ yᵢ xᵢ
+
+
+@solver_options
+class DualCD(Solver):
+    """Dual coordinate descent for the linear SVM (Hsieh et al. 2008, Alg. 1): one epoch per
+    step, in a random order, with the certified gap J(w(α)) − D(α) after each (module
+    docstring).
+
+    Args:
+        seed: the seed of the epochs' random orders, an int (any that `jax.random.key`
+            takes).
+
+    Example:
+        >>> import nsjax
+        >>> X, y = nsjax.datasets.breast_cancer()
+        >>> prob = nsjax.Problem(nsjax.losses.Hinge(), nsjax.regularizers.L2(1e-2), X, y)
+        >>> sol = nsjax.solve(prob, nsjax.solvers.DualCD(), max_steps=2000, tol=1e-6)
+        >>> sol.result
+        <RESULTS.successful: 0>
+    """
+
+    seed: int = 0
+
+    #: The binary hinge with L2 and λ > 0, and sample weights (each a box Cᵢ); not yet a bias.
+    takes: ClassVar[Takes] = Takes(losses=("svm",), regularizer="l2", positive_strength=True)
+    #: The random order is a permutation of the n rows: padding rows would change it.
+    shape_free: ClassVar[bool] = False
+
+    def __post_init__(self):
+        Options(self).int("seed", low=-(2**63), high=2**63 - 1)  # what jax.random.key takes
+
+    def check(self, problem):
+        """Refuse, before compiling, X split into blocks of rows (`Problem.shard`): the
+        coordinates are read one row at a time."""
+        if problem.X.blocks > 1:
+            raise ValueError("DualCD reads X one row at a time and does not take a sharded "
+                             "problem (Problem.shard); solve the unsharded problem.")
+
+    def init(self, problem, w0) -> DualCDState:
+        dt = problem.dtype
+        # α = 0 whatever w0 (a primal point gives no dual one): w(α) = 0 and D(α) = 0; the
+        # loop keeps w0 as the best iterate until an epoch beats it.
+        alpha = jnp.zeros(problem.X.shape[0], dt)
+        core = Core(w0, problem.objective(w0), jnp.zeros((), dt),
+                    counters(matvecs=1, epochs=0))
+        return DualCDState(core, alpha, jnp.zeros_like(w0))
+
+    def step(self, problem, state: DualCDState) -> DualCDState:
+        X, y, lam = problem.X, problem.y, problem.lam
+        n, dt = X.shape[0], problem.dtype
+        weights = problem.loss.weights
+        upper = (jnp.ones(n, dt) if weights is None else weights) / (lam * n)
+        q = X.row_sq_norms()
+        starts = X.row_starts()
+        epoch = state.core.stats["epochs"]
+        order = jax.random.permutation(jax.random.fold_in(jax.random.key(self.seed), epoch), n)
+
+        def coordinate(k, carry):
+            alpha, w = carry
+            i = order[k]
+            g = y[i] * X.row_dot(i, w, starts) - 1.0
+            # Qᵢᵢ = 0 (an empty row): G = −1, so αᵢ goes to its bound.
+            new = jnp.where(q[i] > 0, jnp.clip(alpha[i] - g / jnp.where(q[i] > 0, q[i], 1.0),
+                                               0.0, upper[i]),
+                            jnp.where(g < 0, upper[i], alpha[i]))
+            delta = new - alpha[i]
+            w = X.row_add(i, delta * y[i], w, starts)
+            return alpha.at[i].set(new), w
+
+        alpha, _ = jax.lax.fori_loop(0, n, coordinate, (state.alpha, state.w))
+        w = X.rmv(alpha * y)  # w(α) afresh: no accumulated rounding in the certificate
+        value = problem.objective(w)
+        dual = lam * (jnp.sum(alpha) - 0.5 * jnp.vdot(w, w))
+        # Products: the rows read and updated (about two passes), w(α) and J's scores.
+        core = Core(w, value, dual, count(state.core.stats, matvecs=4, epochs=1))
+        return DualCDState(core, alpha, w)
