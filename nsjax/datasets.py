@@ -12,6 +12,8 @@ parses large files itself, more slowly).
 * `load_svmlight`: read a LIBSVM / svmlight file (e.g. rcv1, news20) from disk.
 * `synthetic_sparse`: a seeded sparse binary classification problem of any size and
   density, with power-law feature frequencies, for benchmarks.
+* `topic_corpus`: seeded synthetic text, documents from a topic model over a Zipf
+  vocabulary as sublinear TF-IDF with unit rows, labelled one topic against the rest.
 * `oba_synthetic`: the "Synthetic" L1-logistic problem of the OBA paper (Keskar et al.
   2016), Appendix B, with `diagonal_dominance` / `logistic_hessian_dominance` (its eq. (16)
   and Table 3) and `relative_function_error` (its eq. (15)).
@@ -40,6 +42,7 @@ __all__ = [
     "relative_function_error",
     "synthetic_chains",
     "synthetic_sparse",
+    "topic_corpus",
 ]
 
 
@@ -509,6 +512,272 @@ def _planted_classes(X, n_classes, noise, rng) -> np.ndarray:
     flip = rng.random(X.shape[0]) < noise
     y[flip] = rng.integers(0, K, size=int(flip.sum()))
     return y.astype(np.int64)
+
+
+# ----------------------------------------------------------------------------------------
+# Synthetic text: a topic model, sublinear TF-IDF
+# ----------------------------------------------------------------------------------------
+
+# Log-normal sigma of the document lengths: a coefficient of variation of about 0.66 and a
+# longest document several times the mean, as in news articles.
+_LENGTH_SIGMA = 0.6
+# The most frequent words (function words) belong to no topic.
+_FUNCTION_WORDS = 100
+# Dirichlet concentration of a topic's weights over its own words.
+_TOPIC_WORD_CONCENTRATION = 0.5
+# Dirichlet concentration of a document's secondary topics.
+_SECONDARY_CONCENTRATION = 0.5
+# Tokens drawn per chunk of documents (bounds the memory: about 40 bytes a token).
+_TOKENS_PER_CHUNK = 1 << 22
+
+
+def topic_corpus(
+    n: int = 2000,
+    d: int = 20000,
+    *,
+    topics: int = 20,
+    positive_topics=(0,),
+    mean_length: float = 350.0,
+    zipf: float = 1.05,
+    topic_words: int = 300,
+    topic_weight: float = 0.25,
+    mixing: float = 0.3,
+    noise: float = 0.01,
+    seed: int = 0,
+    dtype: np.dtype | type = np.float64,
+) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Seeded synthetic text: bag-of-words documents from a topic model, as sublinear TF-IDF.
+
+    A binary problem shaped like a news corpus classified one section against the rest
+    (e.g. "business vs rest"): more columns than rows, a few hundred nonzeros a row,
+    correlated columns, unit rows, and a minority positive class that a hinge SVM at a
+    realistic regularization does not fit perfectly (with fewer documents than words the
+    rows are almost surely linearly independent, so any labels are separable at a small
+    enough regularization, as in real text of that shape).
+
+    Vocabulary: ``d`` words with Zipf background frequencies ``p_r ∝ (r + 1) ** -zipf`` by
+    frequency rank ``r``; ranks are assigned to columns by a random permutation, as a
+    vectorizer's alphabetical vocabulary would (column 0 is not the most frequent word).
+
+    Topics: each of the ``topics`` topics owns ``topic_words`` words, drawn without
+    replacement in proportion to ``sqrt(p_r)`` (mid-frequency content words and rare names
+    alike) among all but the 100 most frequent ranks (function words), independently for
+    each topic, so topics share some words. A topic's own weights over its words are a
+    Dirichlet(0.5) draw. Its word distribution is the background tilted toward its words:
+    ``(1 - topic_weight) * background + topic_weight * own``.
+
+    Documents: a dominant topic drawn uniformly, and a mixture ``θ = (1 - s) e_z + s ψ``
+    with a secondary share ``s ~ Beta(1, 1 / mixing - 1)`` (mean ``mixing``) spread by
+    ``ψ ~ Dirichlet(0.5)`` over all topics; its dominant topic is ``argmax θ``. The length
+    is log-normal with mean ``mean_length`` and sigma 0.6 (a heavy right tail), at least 1;
+    each token is a background word with probability ``1 - topic_weight``, otherwise a
+    word of a topic drawn from ``θ``.
+
+    Features: scikit-learn's ``TfidfVectorizer(sublinear_tf=True)`` with its defaults, i.e.
+    ``tf = 1 + ln(count)`` times the smooth ``idf = ln((1 + n) / (1 + df)) + 1``, then each
+    row scaled to unit Euclidean norm (computed in float64, then cast to ``dtype``). The
+    width stays ``d``: words no document uses are kept as empty columns.
+
+    Labels: ``+1`` where a document's dominant topic is in ``positive_topics``, else ``-1``
+    (about ``len(positive_topics) / topics`` positive); then ``round(noise * n)`` labels,
+    chosen at random, are flipped.
+
+    At n = 2,225, d = 17,760 (the size of the BBC news corpus) and ``topics=5``, seed 0: 217
+    nonzeros a row on average (median 194, 28 to 1,011), 98% of the columns used, 20.7%
+    positive; scikit-learn's ``LinearSVC(loss="hinge", C=1)`` fits 99.3% of it with 31% of
+    the rows on or inside the margin, and scores 97.3% on a held-out 30%. It takes about
+    0.1 s; 100,000 x 1,000,000 takes about 7 s and 1.3 GB.
+
+    Args:
+        n: Number of documents (rows), ``>= 1``.
+        d: Vocabulary size (columns), ``>= 1`` and ``>= topic_words + 100``.
+        topics: Number of topics, ``>= 2``.
+        positive_topics: The topics labelled ``+1``: distinct integers in
+            ``[0, topics)``, at least one and not all.
+        mean_length: Mean document length in tokens, ``>= 1``.
+        zipf: Zipf exponent of the background frequencies, finite and ``> 0`` (natural
+            language: about 1).
+        topic_words: Words owned by each topic, ``>= 1``.
+        topic_weight: Share of a document's tokens drawn from its topics' own words, in
+            ``(0, 1]``; the larger, the easier the classes are to tell apart.
+        mixing: Mean share of a document's topic mass given to secondary topics, in
+            ``[0, 1)``; ``0`` gives single-topic documents.
+        noise: Fraction of labels flipped, in ``[0, 0.5)``.
+        seed: Seed for ``numpy.random.default_rng``; the same arguments give the same data.
+        dtype: Floating dtype of the matrix values.
+
+    Returns:
+        A tuple ``(X, y)``: ``X`` is a ``scipy.sparse.csr_matrix`` of shape ``(n, d)`` with
+        sorted indices, positive values and unit-norm rows; ``y`` is an int64 array of
+        shape ``(n,)`` with values in ``{-1, +1}``.
+
+    Raises:
+        TypeError: If a real argument is not a number.
+        ValueError: If an argument is out of range (the message names it).
+
+    Example:
+        >>> X, y = topic_corpus(300, 5000, topics=5, seed=0)
+        >>> X.shape, X.dtype, y.dtype
+        ((300, 5000), dtype('float64'), dtype('int64'))
+        >>> bool(np.allclose(X.multiply(X).sum(axis=1), 1.0) and X.has_sorted_indices)
+        True
+        >>> 100 < X.nnz / X.shape[0] < 300  # distinct words a document
+        True
+        >>> sorted(set(y.tolist())), 0.1 < float(np.mean(y == 1)) < 0.3
+        ([-1, 1], True)
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        raise ValueError(f"dtype must be a floating dtype, got {dtype}; pass np.float64 or "
+                         "np.float32.")
+    counts, y = _topic_counts(n, d, topics=topics, positive_topics=positive_topics,
+                              mean_length=mean_length, zipf=zipf, topic_words=topic_words,
+                              topic_weight=topic_weight, mixing=mixing, noise=noise,
+                              seed=seed)
+    n, d = counts.shape
+    df = np.bincount(counts.indices, minlength=d)
+    idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
+    values = (1.0 + np.log(counts.data)) * idf[counts.indices]
+    rows = np.repeat(np.arange(n), np.diff(counts.indptr))
+    values /= np.sqrt(np.add.reduceat(values * values, counts.indptr[:-1]))[rows]
+    X = sp.csr_matrix((values.astype(dtype), counts.indices, counts.indptr), shape=(n, d))
+    X.has_sorted_indices = True
+    return X, y
+
+
+def _check_fraction(name: str, value: object, low: float, high: float, closed: str,
+                    meaning: str) -> float:
+    """``value`` as a float in the interval from ``low`` to ``high``; ``closed`` names the
+    closed ends: "left", "right", "both" or "neither"."""
+    value = _check_real(name, value)
+    above = value >= low if closed in ("left", "both") else value > low
+    below = value <= high if closed in ("right", "both") else value < high
+    if not (above and below):
+        left = "[" if closed in ("left", "both") else "("
+        right = "]" if closed in ("right", "both") else ")"
+        raise ValueError(f"{name} must be in {left}{low:g}, {high:g}{right}, got {value}; it is "
+                         f"{meaning}.")
+    return value
+
+
+def _topic_counts(n, d, *, topics, positive_topics, mean_length, zipf, topic_words,
+                  topic_weight, mixing, noise, seed) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The word counts (an int64 CSR matrix, sorted indices) and the labels of
+    `topic_corpus`, after its argument checks."""
+    n, d = _check_int("n", n), _check_int("d", d)
+    K = _check_int("topics", topics)
+    if K < 2:
+        raise ValueError(f"topics must be >= 2, got {K}; the labels are one group of topics "
+                         "against the rest.")
+    m = _check_int("topic_words", topic_words)
+    if m + _FUNCTION_WORDS > d:
+        raise ValueError(f"d must be >= topic_words + {_FUNCTION_WORDS} = "
+                         f"{m + _FUNCTION_WORDS} (the {_FUNCTION_WORDS} most frequent words "
+                         f"belong to no topic), got d={d}; pass a larger d or a smaller "
+                         "topic_words.")
+    if isinstance(positive_topics, numbers.Integral):
+        positive_topics = (positive_topics,)
+    try:
+        positive = [int(t) for t in positive_topics
+                    if isinstance(t, numbers.Integral) and not isinstance(t, bool)]
+        complete = len(positive) == len(positive_topics)
+    except TypeError:
+        complete = False
+    if (not complete or not positive or len(set(positive)) != len(positive)
+            or not all(0 <= t < K for t in positive) or len(positive) == K):
+        raise ValueError(f"positive_topics must be distinct integers in [0, topics={K}), at "
+                         f"least one and not all; got {positive_topics!r}.")
+    mean_length = _check_real("mean_length", mean_length)
+    if not (math.isfinite(mean_length) and mean_length >= 1.0):
+        raise ValueError(f"mean_length must be a finite number >= 1 (tokens a document), got "
+                         f"{mean_length}; e.g. mean_length=350.")
+    zipf = _check_real("zipf", zipf)
+    if not (math.isfinite(zipf) and zipf > 0.0):
+        raise ValueError(f"zipf must be finite and > 0, got {zipf}; natural language is "
+                         "about 1.")
+    topic_weight = _check_fraction("topic_weight", topic_weight, 0.0, 1.0, "right",
+                                   "the share of tokens drawn from the topics' own words")
+    mixing = _check_fraction("mixing", mixing, 0.0, 1.0, "left",
+                             "the mean share of a document given to secondary topics")
+    noise = _check_fraction("noise", noise, 0.0, 0.5, "left",
+                            "the fraction of flipped labels (0 for none)")
+
+    rng = np.random.default_rng(seed)
+    # Vocabulary: frequency ranks -> columns, background CDF over ranks.
+    column_of_rank = rng.permutation(d)
+    background = np.arange(1, d + 1, dtype=np.float64) ** -zipf
+    background_cdf = np.cumsum(background)
+    background_cdf /= background_cdf[-1]
+    # Topics: own words (columns) and the CDF of their weights, topic k's spanning [k, k + 1).
+    content = np.sqrt(background[_FUNCTION_WORDS:])
+    own = np.empty((K, m), dtype=np.int64)
+    own_cdf = np.empty((K, m))
+    for k in range(K):
+        ranks = _FUNCTION_WORDS + rng.choice(d - _FUNCTION_WORDS, size=m, replace=False,
+                                             p=content / content.sum())
+        own[k] = column_of_rank[ranks]
+        weights = rng.dirichlet(np.full(m, _TOPIC_WORD_CONCENTRATION))
+        own_cdf[k] = k + np.cumsum(weights)
+        own_cdf[k, -1] = k + 1.0
+    own, own_cdf = own.ravel(), own_cdf.ravel()
+    # Documents: topic mixtures, dominant topics, lengths.
+    dominant = rng.integers(0, K, size=n)
+    if mixing > 0.0:
+        share = rng.beta(1.0, 1.0 / mixing - 1.0, size=n)
+        theta = share[:, None] * rng.dirichlet(np.full(K, _SECONDARY_CONCENTRATION), size=n)
+    else:
+        theta = np.zeros((n, K))
+    theta[np.arange(n), dominant] += 1.0 - theta.sum(axis=1)
+    dominant = np.argmax(theta, axis=1)
+    mu = math.log(mean_length) - 0.5 * _LENGTH_SIGMA**2  # mean exp(mu + sigma^2 / 2)
+    lengths = np.maximum(1, np.rint(rng.lognormal(mu, _LENGTH_SIGMA, size=n))).astype(np.int64)
+    theta_cdf = np.cumsum(theta, axis=1)
+    theta_cdf[:, -1] = 1.0
+
+    # Tokens, a chunk of documents at a time: sorted keys doc * d + column, then counts.
+    ends = np.cumsum(lengths)
+    starts = [0]
+    while starts[-1] < n:  # each chunk: at least one document, about _TOKENS_PER_CHUNK tokens
+        base = ends[starts[-1] - 1] if starts[-1] else 0
+        stop = int(np.searchsorted(ends, base + _TOKENS_PER_CHUNK, side="right"))
+        starts.append(max(stop, starts[-1] + 1))
+    cols, counts, row_sizes = [], [], []
+    for lo, hi in zip(starts[:-1], starts[1:], strict=True):
+        docs = np.repeat(np.arange(hi - lo), lengths[lo:hi])
+        words = np.empty(docs.size, dtype=np.int64)
+        topical = rng.random(docs.size) < topic_weight
+        # Background tokens: inverse CDF over the ranks.
+        plain = ~topical
+        ranks = np.searchsorted(background_cdf, rng.random(int(plain.sum())), side="right")
+        words[plain] = column_of_rank[np.minimum(ranks, d - 1)]
+        # Topic tokens: a topic from the document's mixture, then one of its own words.
+        tdocs = docs[topical]
+        flat = (np.arange(hi - lo)[:, None] + theta_cdf[lo:hi]).ravel()
+        k = np.searchsorted(flat, tdocs + rng.random(tdocs.size), side="right")
+        k = np.minimum(k, (tdocs + 1) * K - 1) - tdocs * K
+        j = np.searchsorted(own_cdf, k + rng.random(k.size), side="right")
+        words[topical] = own[np.minimum(j, (k + 1) * m - 1)]
+        keys = np.sort(docs * d + words)
+        first = np.empty(keys.size, dtype=bool)
+        first[:1] = True
+        np.not_equal(keys[1:], keys[:-1], out=first[1:])
+        at = np.flatnonzero(first)
+        unique = keys[at]
+        counts.append(np.diff(np.append(at, keys.size)))
+        cols.append(unique % d)
+        row_sizes.append(np.bincount(unique // d, minlength=hi - lo))
+    cols, counts, row_sizes = (np.concatenate(a) for a in (cols, counts, row_sizes))
+    index_dtype = np.int32 if max(d, cols.size) < np.iinfo(np.int32).max else np.int64
+    indptr = np.concatenate(([0], np.cumsum(row_sizes))).astype(index_dtype)
+    C = sp.csr_matrix((counts, cols.astype(index_dtype), indptr), shape=(n, d))
+    C.has_sorted_indices = True
+
+    y = np.where(np.isin(dominant, positive), 1, -1).astype(np.int64)
+    flips = int(round(noise * n))
+    if flips:
+        flip = rng.choice(n, size=flips, replace=False)
+        y[flip] = -y[flip]
+    return C, y
 
 
 def diabetes() -> tuple[np.ndarray, np.ndarray]:
