@@ -739,6 +739,56 @@ class DesignMatrix:
 
         return jax.lax.fori_loop(starts[i], starts[i + 1], chunk, w)
 
+    def _over_rows(self, idx, starts, carry, chunk):
+        """Fold ``chunk(carry, index, value, valid)`` over the entries of the rows ``idx``
+        (B,) together, the k-th chunk of every row at step k (blocks of shape (B, W), with
+        ``valid`` (B, 1) False past a row's end); a head first (as one step)."""
+        rows = self.by_row
+        if rows.head_value is not None:
+            carry = chunk(carry, rows.head_index[idx], rows.head_value[idx],
+                          jnp.ones((idx.shape[0], 1), bool))
+        first, count = starts[idx], starts[idx + 1] - starts[idx]
+
+        def step(k, carry):
+            c = jnp.minimum(first + k, rows.value.shape[0] - 1)
+            return chunk(carry, rows.index[c], rows.value[c], (k < count)[:, None])
+
+        return jax.lax.fori_loop(0, jnp.max(count), step, carry)
+
+    def rows_dot(self, idx, w: jax.Array, starts) -> jax.Array:
+        """X[idx] w for the rows ``idx`` (B,), w of shape (d,); ``starts`` from
+        `row_starts`."""
+        if not self.is_sparse:
+            return jnp.matmul(self.dense[idx], w, precision=jax.lax.Precision.HIGHEST)
+
+        def chunk(total, index, value, valid):
+            gathered = w.at[index].get(mode="promise_in_bounds")
+            return total + jnp.sum(jnp.where(valid, value * gathered, 0.0), axis=1)
+
+        return self._over_rows(idx, starts, jnp.zeros(idx.shape, w.dtype), chunk)
+
+    def rows_add(self, idx, a: jax.Array, w: jax.Array, starts) -> jax.Array:
+        """w + X[idx]ᵀ a for the rows ``idx`` (B,) and a of shape (B,)."""
+        if not self.is_sparse:
+            return w + jnp.matmul(a, self.dense[idx], precision=jax.lax.Precision.HIGHEST)
+
+        def chunk(w, index, value, valid):
+            return w.at[index].add(jnp.where(valid, a[:, None] * value, 0.0),
+                                   mode="promise_in_bounds")
+
+        return self._over_rows(idx, starts, w, chunk)
+
+    def rows_clear(self, idx, w: jax.Array, starts) -> jax.Array:
+        """w with the entries of the columns that the rows ``idx`` (B,) use set to 0 (a
+        scratch vector cleared in O(their entries), not O(d)); dense X: all of w."""
+        if not self.is_sparse:
+            return jnp.zeros_like(w)
+
+        def chunk(w, index, value, valid):
+            return w.at[index].set(0.0, mode="promise_in_bounds")
+
+        return self._over_rows(idx, starts, w, chunk)
+
     def to_scipy(self) -> sp.csr_matrix | np.ndarray:
         """X as a scipy CSR matrix (sparse data) or a numpy array (dense data)."""
         if not self.is_sparse:

@@ -77,6 +77,7 @@ REGISTRY = [
     Entry("AGMEF1", S.AGMEF1(), ("hinge",), fast=False),
     # LIBLINEAR's dual coordinate descent (Hsieh et al. 2008): the binary hinge with L2.
     Entry("DualCD", S.DualCD(), ("hinge",)),
+    Entry("DualCD-block", S.DualCD(block=8), ("hinge",)),
     # O(1/(λε)) steps: 1e-5 in 2000 steps on these problems.
     Entry("LineSearchBMRM", S.LineSearchBMRM(), rtol=1e-4),
     # O(log t/(λt)): 5e-4 on the hinge in 2000 steps.

@@ -77,6 +77,28 @@ def test_refuses_what_it_does_not_take(make, match):
         nsjax.solve(make(X, y), DualCD())
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_blocks_reach_the_sequential_optimum(sparse, dtype):
+    """The block path (every coordinate's step at once, then the exact line search of the
+    dual quadratic) ascends D at every block size and ends at Alg. 1's optimum."""
+    X, y, lam = random_binary(7, 90, 15, sparse=sparse, nnz=400)
+    prob = nsjax.Problem(Hinge(), L2(lam), X, y, dtype=dtype)
+    # n > d and dense: the coordinates are strongly coupled, CD's slow regime (thousands of
+    # epochs to 1e-10 even one coordinate at a time).
+    tol = 1e-5 if dtype == np.float32 else 1e-8
+    one = nsjax.solve(prob, DualCD(), max_steps=20_000, tol=tol)
+    for block in (4, 32, 90, 200):  # a last partial block, one block, a block beyond n
+        sol = nsjax.solve(prob, DualCD(block=block), max_steps=20_000, tol=tol)
+        assert sol.result == nsjax.RESULTS.successful
+        assert float(sol.value) == pytest.approx(float(one.value), rel=10 * tol)
+        lower = np.asarray(sol.history.best) - np.asarray(sol.history.gap)
+        steps = int(sol.num_steps)
+        assert np.all(np.diff(lower[:steps]) >= 0)  # the best lower bound never falls
+
+
 def test_refuses_bad_options():
     with pytest.raises(TypeError, match="seed"):
         DualCD(seed=0.5)
+    with pytest.raises(ValueError, match="block"):
+        DualCD(block=0)
