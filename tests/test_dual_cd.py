@@ -97,8 +97,23 @@ def test_blocks_reach_the_sequential_optimum(sparse, dtype):
         assert np.all(np.diff(lower[:steps]) >= 0)  # the best lower bound never falls
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_shrinking_reaches_the_same_optimum(sparse):
+    """Skipping the coordinates held at a bound (Hsieh et al. 2008, Sec. 3.2) changes which
+    coordinates an epoch visits, not the optimum; the certificate stays the whole problem's."""
+    X, y, lam = random_binary(8, 120, 30, sparse=sparse, nnz=700)
+    prob = nsjax.Problem(Hinge(), L2(lam), X, y)
+    J_star, _ = cvxpy_optimum(X, y, lam)
+    for shrinking in (False, True):
+        sol = nsjax.solve(prob, DualCD(shrinking=shrinking), max_steps=20_000, tol=1e-9)
+        assert sol.result == nsjax.RESULTS.successful
+        assert float(sol.value) == pytest.approx(J_star, rel=1e-7)
+
+
 def test_refuses_bad_options():
     with pytest.raises(TypeError, match="seed"):
         DualCD(seed=0.5)
     with pytest.raises(ValueError, match="block"):
         DualCD(block=0)
+    with pytest.raises(TypeError, match="shrinking"):
+        DualCD(shrinking="yes")
