@@ -18,8 +18,13 @@ updates' rounding does not accumulate, so D(α) is a lower bound on min J as com
 and J(w(α)) − D(α) is the epoch's certified gap; LIBLINEAR stops on a projected-gradient
 rule that certifies nothing.
 
-Not yet here (Hsieh et al. 2008 and issue's later parts): shrinking (Sec. 3.2), the squared
-hinge, an unregularized bias (two coordinates at once on Σ yᵢαᵢ = 0) and Crammer–Singer.
+Shrinking (Sec. 3.2) skips the coordinates held at a bound (`DualCD`'s ``shrinking``); the
+block variant (``block``) updates several coordinates at once, with an exact line search of
+the dual quadratic along their steps (Takáč et al. 2013 analyse such mini-batch steps for the
+SVM dual; here the line search makes any block size safe).
+
+Not yet here: the squared hinge, an unregularized bias (two coordinates at once on
+Σ yᵢαᵢ = 0) and the Crammer–Singer dual.
 
 References: see docs/references.md.
 """
