@@ -4,6 +4,7 @@ read those declarations."""
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from toy_solver import AveragedSubgradient
 
 import nsjax
@@ -43,7 +44,13 @@ def test_a_declaration_names_known_kinds(field, value, match):
     (lambda: problem(L.Logistic(), R.L2(0.0)), S.SubLBFGS),  # λ = 0: no bundle phase
     (lambda: problem(L.Logistic(), bias=True), S.SubLBFGS),  # no lines for the best b
     (lambda: problem(L.Hinge(), R.L1(0.1)), S.SubLBFGS),
-    (lambda: problem(reg=R.Entropy(0.1)), S.AGMEF)])
+    (lambda: problem(reg=R.Entropy(0.1)), S.AGMEF),
+    (lambda: nsjax.Problem(L.Hinge(), R.L2(0.1), sp.random(12, 30, 0.2, "csr", random_state=0),
+                           Y), S.DualCD),  # text-like: sparse, n ≤ d
+    (lambda: nsjax.Problem(L.Hinge(), R.L2(0.1), sp.random(12, 3, 0.5, "csr", random_state=0),
+                           Y), S.Hybrid),  # sparse with more rows than columns
+    (lambda: nsjax.Problem(L.Hinge(), R.L2(0.1), sp.random(12, 30, 0.2, "csr", random_state=0),
+                           Y, bias=True), S.Hybrid)])  # DualCD takes no bias yet
 def test_the_default_solver_is_the_first_that_takes_the_problem(make, expected):
     solver = S.default_solver(make())
     assert type(solver) is expected

@@ -46,6 +46,19 @@ def test_optimum_equals_liblinear():
     np.testing.assert_allclose(np.asarray(sol.w), ref.coef_[0], atol=1e-3)
 
 
+def test_the_default_on_text_is_dual_cd_and_certifies_liblinears_optimum():
+    X, y = nsjax.datasets.topic_corpus(300, 3000, topics=4, seed=1)
+    lam = 1e-4
+    prob = nsjax.Problem(Hinge(), L2(lam), X, y)
+    assert isinstance(nsjax.solvers.default_solver(prob), DualCD)
+    sol = nsjax.solve(prob, tol=1e-9)
+    assert sol.result == nsjax.RESULTS.successful
+    ref = LinearSVC(loss="hinge", C=1 / (lam * 300), fit_intercept=False, tol=1e-10,
+                    max_iter=100_000).fit(X, y)
+    J_ref = float(prob.objective(ref.coef_[0]))
+    assert float(sol.value) - float(sol.gap) <= J_ref <= float(sol.value) + 1e-9
+
+
 def test_an_empty_row_takes_its_bound():
     """xᵢ = 0: Qᵢᵢ = 0 and G = −1, so αᵢ = Cᵢ (the example's hinge is 1 whatever w)."""
     X, y, lam = random_binary(5, 30, 6)

@@ -33,12 +33,23 @@ SOLVERS = {"auto": None, "hybrid": Hybrid, "sublbfgs": SubLBFGS,
            "oba": OBA, "owlqn": OWLQN, "owlqn*": OWLQNStar,
            "agm-ef": AGMEF, "agm-ef1": AGMEF1, "pragam": Pragam, "dual-cd": DualCD}
 
+def _text_like(problem) -> bool:
+    """Sparse X with no more rows than columns: where dual coordinate descent needs a few
+    epochs and the primal methods hundreds of passes (measured: the text sets of
+    ``benchmarks/liblinear_race.py``; on sparse sets with more rows than columns the
+    Hybrid is the faster, by far at small λ)."""
+    n, d = problem.X.shape
+    return problem.X.is_sparse and n <= d
+
+
 #: The default solver of a problem: the first of these that takes it and for which the
-#: condition holds, else the last. The `Hybrid` (subLBFGS, then the exact-line-search BMRM;
-#: it ends with a closed certified gap) where its bundle phase applies; `OBA` for a smooth
-#: loss with an L1 part; `SubLBFGS` for the rest of R^d; `AGMEF(scheme="primal")` for a
-#: regularizer in the entropy geometry or a constraint.
-DEFAULTS = ((Hybrid(), lambda problem: True),
+#: condition holds, else the last. `DualCD` (LIBLINEAR's method, certified) for the binary
+#: hinge with L2 on text-like data (`_text_like`); the `Hybrid` (subLBFGS, then the
+#: exact-line-search BMRM; it ends with a closed certified gap) where its bundle phase
+#: applies; `OBA` for a smooth loss with an L1 part; `SubLBFGS` for the rest of R^d;
+#: `AGMEF(scheme="primal")` for a regularizer in the entropy geometry or a constraint.
+DEFAULTS = ((DualCD(), _text_like),
+            (Hybrid(), lambda problem: True),
             (OBA(), lambda problem: problem.coefficient_reg.has_l1),
             (SubLBFGS(), lambda problem: True),
             (AGMEF(scheme="primal"), lambda problem: True))
