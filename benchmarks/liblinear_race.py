@@ -4,7 +4,8 @@
 The question: on the CPU, is the best nsjax method within 2x LIBLINEAR's time to 1e-3 at
 lam = 1e-5, and ahead of it at lam = 1e-6? It is asked in float64 and float32, on two data sets.
 And on realistic text (more columns than rows, a few hundred nonzeros a row), how does the
-default solver compare with LIBLINEAR from lam = 1e-3 to 1e-6, to 1e-3 and to 1e-6?
+default solver compare with LIBLINEAR from lam = 1e-3 to 1e-6, to 1e-3 and to 1e-6? And
+nsjax's own dual coordinate descent (``DualCD``, LIBLINEAR's method), on every set?
 
 Objective (no bias): J(w) = lam/2 ||w||^2 + (1/n) sum_i max(0, 1 - y_i x_i^T w), y in {-1, +1}.
 
@@ -24,17 +25,21 @@ asserts):
   about 237 nonzeros a row); 2,000 x 20,000 with ``--quick``.
 
 The synthetic_sparse sets are used with lam in {1e-5, 1e-6}, the target 1e-3, float64 and
-float32, and all three nsjax methods below. The text sets are used with lam in {1e-3, 1e-4,
-1e-5, 1e-6}, the targets 1e-3 and 1e-6, float64 only, and nsjax's default solver only (the
-Hybrid). ``--sets`` runs some of the sets only. nsjax builds its Problem from the data cast
-to float64 (``jax_enable_x64``) or to float32. LIBLINEAR always runs in float64. Relative
-suboptimality (J - J*) / J* is always computed in float64: ``_common.hinge_objective`` on
-the returned w, cast up.
+float32, and all four nsjax methods below. The text sets are used with lam in {1e-3, 1e-4,
+1e-5, 1e-6}, the targets 1e-3 and 1e-6, float64 only, and two nsjax methods: the default
+solver (the Hybrid) and DualCD. ``--sets`` runs some of the sets only. nsjax builds its
+Problem from the data cast to float64 (``jax_enable_x64``) or to float32. LIBLINEAR always
+runs in float64. Relative suboptimality (J - J*) / J* is always computed in float64:
+``_common.hinge_objective`` on the returned w, cast up.
 
 The nsjax methods all start at w = 0: the default solver ``Hybrid()``, the OCAS-like
-``BMRM(line_search="exact")`` and ``SubLBFGS()``. Timing uses ``time.perf_counter``, and
-results are synced with ``block_until_ready``. Steps 2 and 3 below are done for each target
-of the set (1e-3 stands for it); "the target" is the smallest where one is needed.
+``BMRM(line_search="exact")``, ``SubLBFGS()`` and ``DualCD()`` (LIBLINEAR's dual coordinate
+descent from alpha = 0, with its default options: one epoch a step, in a random order and
+with LIBLINEAR's shrinking, and the certified gap J(w(alpha)) - D(alpha) after each; it has
+no end-of-run certificate, and is timed as it is by default). Timing uses
+``time.perf_counter``, and results are synced with ``block_until_ready``. Steps 2 and 3
+below are done for each target of the set (1e-3 stands for it); "the target" is the
+smallest where one is needed.
 
 1. Default solve. The compiled wall time of ``nsjax.solve(prob, solver, tol=1e-3,
    max_steps=2000)`` with the method's default options, and what it gives: its result code,
@@ -153,12 +158,14 @@ METHODS = {
     "Hybrid": (S.Hybrid(), S.Hybrid(sublbfgs=S.SubLBFGS(certify=False))),
     "OCAS-like": (S.BMRM(line_search="exact"), S.BMRM(line_search="exact")),
     "SubLBFGS": (S.SubLBFGS(), S.SubLBFGS(certify=False)),
+    "DualCD": (S.DualCD(), S.DualCD()),
 }
 # binary_hinge's LIBLINEAR caps; --quick: more than its QUICK (at lam = 1e-6 LIBLINEAR sits
 # above 1e-3 up to max_iter 65536 on the 5,000 x 2,000 sets, C = 200)
 QUICK_LIBLINEAR = dataclasses.replace(QUICK, lib_max_iter=2**18, lib_run_cap=10.0,
                                       lib_total_cap=40.0)
-COLORS = {"Hybrid": "C6", "OCAS-like": "C4", "SubLBFGS": "C0", "LIBLINEAR": "C1"}
+COLORS = {"Hybrid": "C6", "OCAS-like": "C4", "SubLBFGS": "C0", "DualCD": "C2",
+          "LIBLINEAR": "C1"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,7 +184,7 @@ class DataSet:
 
 
 _TEXT = {"lams": TEXT_LAMS, "targets": TEXT_TARGETS, "dtypes": ("float64",),
-         "methods": ("Hybrid",)}
+         "methods": ("Hybrid", "DualCD")}
 DATASETS = {
     "sparse": DataSet("synthetic_sparse", (50_000, 20_000), (5_000, 2_000),
                       (("density", DENSITY),)),
