@@ -134,18 +134,10 @@ class DualCD(Solver):
 
         active, bounds, spread = state.active, state.bounds, state.spread
         if self.block > 1:
-            alpha = self._blocks(X, y, order, proposal, lambda i: upper[i], starts, state)
-        elif not self.shrinking:
-            def coordinate(k, carry):
-                alpha, w = carry
-                i = order[k]
-                new = proposal(i, alpha[i], y[i] * X.row_dot(i, w, starts) - 1.0)
-                return alpha.at[i].set(new), X.row_add(i, (new - alpha[i]) * y[i], w, starts)
-
-            alpha, _ = jax.lax.fori_loop(0, n, coordinate, (state.alpha, state.w))
+            alpha = self._blocks(X, y, order, proposal, upper, starts, state)
         else:
-            alpha, active, bounds, spread = self._shrinking_epoch(
-                X, y, order, proposal, upper, starts, state)
+            alpha, active, bounds, spread = self._epoch(X, y, order, proposal, upper, starts,
+                                                        state)
         w = X.rmv(alpha * y)  # w(α) afresh: no accumulated rounding in the certificate
         value = problem.objective(w)
         dual = lam * (jnp.sum(alpha) - 0.5 * jnp.vdot(w, w))
@@ -153,10 +145,13 @@ class DualCD(Solver):
         core = Core(w, value, dual, count(state.core.stats, matvecs=4, epochs=1))
         return DualCDState(core, alpha, w, active, bounds, spread)
 
-    def _shrinking_epoch(self, X, y, order, proposal, upper, starts, state):
-        """One epoch of Alg. 1 over the active coordinates, shrinking (the class's Args):
-        (α, active, (M̄, m̄), spread) after it."""
+    def _epoch(self, X, y, order, proposal, upper, starts, state):
+        """One epoch of Alg. 1 over the active coordinates (all without ``shrinking``, whose
+        bounds (M̄, m̄) are then ±inf: nothing is dropped): (α, active, (M̄, m̄), spread)
+        after it."""
         inf = jnp.asarray(jnp.inf, state.alpha.dtype)
+        if not self.shrinking:
+            state = state._replace(bounds=jnp.stack([inf, -inf]))
         big, small = state.bounds[0], state.bounds[1]
         order = order[jnp.argsort(~state.active[order], stable=True)]  # the active first
 
@@ -166,7 +161,8 @@ class DualCD(Solver):
             g = y[i] * X.row_dot(i, w, starts) - 1.0
             low, high = alpha[i] <= 0, alpha[i] >= upper[i]
             shrink = (low & (g > big)) | (high & (g < small))
-            projected = jnp.where(low, jnp.minimum(g, 0.0), jnp.where(high, jnp.maximum(g, 0.0), g))
+            projected = jnp.where(low, jnp.minimum(g, 0.0),
+                                  jnp.where(high, jnp.maximum(g, 0.0), g))
             new = jnp.where(shrink, alpha[i], proposal(i, alpha[i], g))
             top = jnp.where(shrink, top, jnp.maximum(top, projected))
             bottom = jnp.where(shrink, bottom, jnp.minimum(bottom, projected))
@@ -176,6 +172,8 @@ class DualCD(Solver):
         alpha, _, active, top, bottom = jax.lax.fori_loop(
             0, jnp.sum(state.active), coordinate,
             (state.alpha, state.w, state.active, -inf, inf))
+        if not self.shrinking:
+            return alpha, state.active, state.bounds, state.spread
         full = jnp.all(state.active)
         spread = jnp.where(full, top - bottom, state.spread)
         # The visited ones have converged tenfold since the last full epoch: visit them all.
@@ -186,7 +184,7 @@ class DualCD(Solver):
                                       jnp.where(bottom < 0, bottom, -inf)]))
         return alpha, active, bounds, spread
 
-    def _blocks(self, X, y, order, proposal, upper_of, starts, state):
+    def _blocks(self, X, y, order, proposal, upper, starts, state):
         """One epoch by blocks of ``block`` coordinates (the class's Args): α after it."""
         n, B = X.shape[0], self.block
         blocks = -(-n // B)
@@ -207,7 +205,7 @@ class DualCD(Solver):
             t = jnp.where(vv > 0, jnp.clip(-slope / jnp.where(vv > 0, vv, 1.0), 0.0, 1.0), 1.0)
             w = X.rows_add(idx, t * delta * y[idx], w, starts)
             # Clipped against rounding; added, not set: padding repeats row 0 with Δ = 0.
-            moved = jnp.clip(alpha[idx] + t * delta, 0.0, upper_of(idx)) - alpha[idx]
+            moved = jnp.clip(alpha[idx] + t * delta, 0.0, upper[idx]) - alpha[idx]
             alpha = alpha.at[idx].add(jnp.where(valid, moved, 0.0))
             return alpha, w, X.rows_clear(idx, scratch, starts)
 
