@@ -17,7 +17,8 @@ from nsjax import loop, programs
 from nsjax._fused_sum import fused_sum
 from nsjax.datasets import _smallest_eigenvalue
 from nsjax.losses._hinge_certificate import hinge_dual_certificate
-from nsjax.projections import _box_section, _chain_marginals_jit
+from nsjax.projections._box_hyperplane import _box_section
+from nsjax.projections._chain_polytope import _chain_marginals_jit
 from nsjax.solvers import _agm_ef_schemes as agm_ef_schemes
 from nsjax.solvers import _options
 from nsjax.solvers._direction import find_direction

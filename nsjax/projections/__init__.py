@@ -57,130 +57,15 @@ checks, exact power-of-two scalings).
 References: see docs/references.md.
 """
 
-# The private names are re-exported too: other nsjax modules import some of them
-# (nsjax.testing: _box_section, _chain_marginals_jit), and every name this module had
-# before it became a package stays an attribute of it (the imports below included).
-# ruff: noqa: F401
-
-from __future__ import annotations
-
-import math
-from typing import NamedTuple
-
-import jax
-import jax.numpy as jnp
-import numpy as np
-
-from nsjax._fused_sum import fused_reduce
 from nsjax.projections._box_hyperplane import (
     BoxSection,
-    _between,
-    _box_core,
-    _box_core_jvp,
-    _box_point,
-    _box_section,
-    _box_section_jit,
-    _box_solve,
-    _bracket_by_sorting,
-    _certify,
-    _check_box_section,
-    _end_kinks,
-    _extremes,
-    _host_range,
-    _kink_distances,
-    _kinks_around,
-    _lazily,
-    _multiplier,
-    _Passes,
-    _point_is_feasible,
-    _Range,
-    _range_of_ax,
-    _regula_falsi,
-    _scaled,
-    _Scales,
-    _scales,
-    _Search,
-    _Section,
-    _section,
-    _slope_and_g,
-    _sort_pass,
-    _steer,
     box_section_in_range,
     project_box_section,
 )
-from nsjax.projections._chain_polytope import (
-    _ARMIJO,
-    _CRAWL,
-    _CURVATURE,
-    _LM,
-    _SEARCH_PASSES,
-    _chain_marginals,
-    _chain_marginals_jit,
-    _chain_newton,
-    _chain_repair,
-    _chain_residual,
-    _chain_search,
-    _chain_shift,
-    _chain_solve,
-    _chain_sums,
-    _ChainInfo,
-    _ChainSearch,
-    _ChainState,
-    _gauss_jordan,
-    project_chain_marginals,
-)
-from nsjax.projections._common import (
-    _NO_EXPONENT,
-    _arrays,
-    _at,
-    _check_finite,
-    _check_like,
-    _check_scalar,
-    _check_steps,
-    _check_vector,
-    _dtype_of,
-    _eps,
-    _first,
-    _float0_like,
-    _host,
-    _ilogb,
-    _in_float,
-    _nan_unless,
-    _pow2,
-    _times_pow2,
-    _traced,
-)
-from nsjax.projections._elastic_net_ball import (
-    _ball,
-    _ball_jit,
-    _ball_jvp,
-    _ball_parts,
-    _ball_valid,
-    _check_ball,
-    _Ratio,
-    _scaled_norms,
-    _support,
-    _support_jit,
-    _support_jvp,
-    _support_parts,
-    elastic_net_ball_support,
-    project_elastic_net_ball,
-)
-from nsjax.projections._entropic_simplex import (
-    _entropic,
-    _entropic_jit,
-    _entropic_jvp,
-    _entropic_parts,
-    entropic_capped_simplex,
-)
-from nsjax.projections._simplices import (
-    _simplex,
-    _simplex_jit,
-    _simplex_jvp,
-    _simplex_parts,
-    project_capped_simplex,
-    project_simplex,
-)
+from nsjax.projections._chain_polytope import project_chain_marginals
+from nsjax.projections._elastic_net_ball import elastic_net_ball_support, project_elastic_net_ball
+from nsjax.projections._entropic_simplex import entropic_capped_simplex
+from nsjax.projections._simplices import project_capped_simplex, project_simplex
 
 __all__ = [
     "BoxSection",

@@ -48,6 +48,8 @@ class DualCDState(NamedTuple):
     active: jax.Array  # (n,) the coordinates an epoch visits (shrinking)
     bounds: jax.Array  # (M̄, m̄): the last epoch's extreme projected gradients (shrinking)
     spread: jax.Array  # M − m of the last epoch that visited every coordinate
+    q: jax.Array  # (n,) Qᵢᵢ = ‖xᵢ‖², computed once
+    starts: jax.Array | None  # where each row's chunks begin (`DesignMatrix.row_starts`)
 
 
 @solver_options
@@ -112,16 +114,16 @@ class DualCD(Solver):
         core = Core(w0, problem.objective(w0), jnp.zeros((), dt),
                     counters(matvecs=1, epochs=0))
         inf = jnp.asarray(jnp.inf, dt)
+        X = problem.X
         return DualCDState(core, alpha, jnp.zeros_like(w0), jnp.ones(alpha.shape, bool),
-                           jnp.stack([inf, -inf]), inf)
+                           jnp.stack([inf, -inf]), inf, X.row_sq_norms(), X.row_starts())
 
     def step(self, problem, state: DualCDState) -> DualCDState:
         X, y, lam = problem.X, problem.y, problem.lam
         n, dt = X.shape[0], problem.dtype
         weights = problem.loss.weights
         upper = (jnp.ones(n, dt) if weights is None else weights) / (lam * n)
-        q = X.row_sq_norms()
-        starts = X.row_starts()
+        q, starts = state.q, state.starts
         epoch = state.core.stats["epochs"]
         order = jax.random.permutation(jax.random.fold_in(jax.random.key(self.seed), epoch), n)
 
@@ -143,7 +145,7 @@ class DualCD(Solver):
         dual = lam * (jnp.sum(alpha) - 0.5 * jnp.vdot(w, w))
         # Products: the rows read and updated (about two passes), w(α) and J's scores.
         core = Core(w, value, dual, count(state.core.stats, matvecs=4, epochs=1))
-        return DualCDState(core, alpha, w, active, bounds, spread)
+        return DualCDState(core, alpha, w, active, bounds, spread, q, starts)
 
     def _epoch(self, X, y, order, proposal, upper, starts, state):
         """One epoch of Alg. 1 over the active coordinates (all without ``shrinking``, whose
